@@ -1,0 +1,59 @@
+//! `rkube bench …`: benchmarks that print figures (never assertions).
+
+// Benchmarks report on stdout.
+#![allow(clippy::print_stdout)]
+
+mod store;
+
+use std::time::Duration;
+
+use clap::Subcommand;
+
+#[derive(Subcommand, Debug)]
+pub enum Bench {
+    /// Storage backends: writes, reads, lists and watch delivery.
+    Store(store::StoreArgs),
+}
+
+pub async fn run(which: Bench) -> anyhow::Result<()> {
+    match which {
+        Bench::Store(args) => store::run(args).await,
+    }
+}
+
+/// Recorded latencies, in microseconds.
+#[derive(Debug, Default, Clone)]
+pub struct Latencies(Vec<u32>);
+
+impl Latencies {
+    pub fn record(&mut self, d: Duration) {
+        self.0
+            .push(u32::try_from(d.as_micros()).unwrap_or(u32::MAX));
+    }
+
+    pub fn merge(&mut self, other: Latencies) {
+        self.0.extend(other.0);
+    }
+
+    pub fn count(&self) -> usize {
+        self.0.len()
+    }
+
+    fn quantile_ms(&self, q: f64) -> f64 {
+        if self.0.is_empty() {
+            return 0.0;
+        }
+        let mut v = self.0.clone();
+        v.sort_unstable();
+        let idx = ((v.len() - 1) as f64 * q).round() as usize;
+        f64::from(v[idx.min(v.len() - 1)]) / 1000.0
+    }
+
+    pub fn p50_ms(&self) -> f64 {
+        self.quantile_ms(0.50)
+    }
+
+    pub fn p99_ms(&self) -> f64 {
+        self.quantile_ms(0.99)
+    }
+}

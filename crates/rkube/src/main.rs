@@ -1,0 +1,60 @@
+//! `rkube`: one binary for the whole cluster (see ARCHITECTURE.md).
+
+mod bench;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "rkube",
+    version,
+    about = "A Kubernetes-compatible container orchestrator"
+)]
+struct Cli {
+    /// Log filter (tracing's EnvFilter syntax); RUST_LOG overrides it.
+    #[arg(long, global = true, default_value = "info")]
+    log_level: String,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the version.
+    Version,
+    /// Run a benchmark and print its figures.
+    Bench {
+        #[command(subcommand)]
+        which: bench::Bench,
+    },
+}
+
+fn init_tracing(level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    init_tracing(&cli.log_level);
+    match cli.command {
+        Command::Version => {
+            #[allow(clippy::print_stdout)]
+            {
+                println!("rkube version v{}", env!("CARGO_PKG_VERSION"));
+            }
+            Ok(())
+        }
+        Command::Bench { which } => {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?;
+            rt.block_on(bench::run(which))
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! Test harness shared by rkube's crates: real etcd processes on loopback, free ports.
+//!
+//! Everything here starts real processes and cleans them up on drop. Tests that need a
+//! binary which is missing fail with a message naming the package that provides it
+//! (`scripts/install-deps.sh` installs them all), never skip silently.
+
+// A test harness reports a broken environment by panicking with a clear message.
+#![allow(clippy::panic)]
+
+pub mod etcd;
+
+pub use etcd::Etcd;
+
+use std::net::TcpListener;
+
+/// A TCP port on 127.0.0.1 that was free a moment ago.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or_else(|e| panic!("no free port on 127.0.0.1: {e}"))
+}
+
+/// The path of a system binary a test needs, or a panic saying how to get it.
+pub fn require_binary(name: &str, package: &str) -> std::path::PathBuf {
+    for dir in ["/usr/bin", "/usr/sbin", "/usr/local/bin", "/bin", "/sbin"] {
+        let p = std::path::Path::new(dir).join(name);
+        if p.exists() {
+            return p;
+        }
+    }
+    panic!("{name} not found: install Debian package {package} (scripts/install-deps.sh does)")
+}
