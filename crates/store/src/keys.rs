@@ -114,3 +114,32 @@ mod tests {
         assert!("/registry/pods0" >= end.as_str());
     }
 }
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Every string that starts with the prefix sorts inside `[prefix, prefix_end)`, and
+        /// the bound itself does not start with the prefix.
+        #[test]
+        fn prefix_end_bounds_the_range(prefix in "/[a-z\u{80}-\u{10FFFF}/]{0,8}", rest in ".{0,8}") {
+            let end = prefix_end(&prefix).unwrap_or_default();
+            let key = format!("{prefix}{rest}");
+            prop_assert!(key.as_str() >= prefix.as_str());
+            prop_assert!(key.as_str() < end.as_str());
+            prop_assert!(!end.starts_with(&prefix));
+        }
+
+        /// Validation never panics, and what it accepts is a well-formed absolute key.
+        #[test]
+        fn validate_key_total(key in ".{0,64}") {
+            if validate_key(&key).is_ok() {
+                prop_assert!(key.starts_with('/'));
+                prop_assert!(!key.ends_with('/'));
+                prop_assert!(!key.chars().any(char::is_control));
+            }
+        }
+    }
+}

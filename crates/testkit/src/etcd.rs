@@ -13,7 +13,16 @@ pub struct Etcd {
     members: Vec<Child>,
     /// Client URLs, one per member.
     pub endpoints: Vec<String>,
+    /// Present when the members serve clients over TLS and require client certificates.
+    pub tls: Option<EtcdTls>,
     dir: tempfile::TempDir,
+}
+
+/// The files a client needs to reach a TLS etcd.
+#[derive(Clone, Debug)]
+pub struct EtcdTls {
+    pub ca_file: PathBuf,
+    pub client: crate::Issued,
 }
 
 impl Etcd {
@@ -24,9 +33,19 @@ impl Etcd {
 
     /// `n` members forming one cluster.
     pub fn start_cluster(n: usize) -> Etcd {
+        Self::start_with(n, false)
+    }
+
+    /// One member serving clients over HTTPS that requires client certificates signed by
+    /// its own test CA.
+    pub fn start_tls() -> Etcd {
+        Self::start_with(1, true)
+    }
+
+    fn start_with(n: usize, tls: bool) -> Etcd {
         let mut last_err = String::new();
         for _ in 0..3 {
-            match Self::try_start(n) {
+            match Self::try_start(n, tls) {
                 Ok(e) => return e,
                 Err(e) => last_err = e,
             }
@@ -51,7 +70,7 @@ impl Etcd {
         }
     }
 
-    fn try_start(n: usize) -> Result<Etcd, String> {
+    fn try_start(n: usize, tls: bool) -> Result<Etcd, String> {
         let bin = require_binary("etcd", "etcd-server");
         let dir = tempfile::Builder::new()
             .prefix("rkube-etcd-")
@@ -65,12 +84,30 @@ impl Etcd {
             .map(|(i, (_, peer))| format!("m{i}=http://127.0.0.1:{peer}"))
             .collect();
         let initial = initial.join(",");
+        let scheme = if tls { "https" } else { "http" };
+        let mut server_tls = Vec::new();
+        let tls_files = tls.then(|| {
+            let ca = crate::TestCa::new(dir.path(), "etcd");
+            let server = ca.issue("etcd-server", "etcd", &["localhost", "127.0.0.1"]);
+            let client = ca.issue("etcd-client", "rkube-apiserver", &[]);
+            server_tls = vec![
+                format!("--cert-file={}", server.cert_file.display()),
+                format!("--key-file={}", server.key_file.display()),
+                format!("--trusted-ca-file={}", ca.ca_file.display()),
+                "--client-cert-auth".to_string(),
+            ];
+            EtcdTls {
+                ca_file: ca.ca_file.clone(),
+                client,
+            }
+        });
         let mut etcd = Etcd {
             members: Vec::new(),
             endpoints: ports
                 .iter()
-                .map(|(c, _)| format!("http://127.0.0.1:{c}"))
+                .map(|(c, _)| format!("{scheme}://127.0.0.1:{c}"))
                 .collect(),
+            tls: tls_files,
             dir,
         };
         for (i, (client, peer)) in ports.iter().enumerate() {
@@ -84,9 +121,9 @@ impl Etcd {
                     "--data-dir",
                     &etcd.dir.path().join(format!("m{i}")).to_string_lossy(),
                     "--listen-client-urls",
-                    &format!("http://127.0.0.1:{client}"),
+                    &format!("{scheme}://127.0.0.1:{client}"),
                     "--advertise-client-urls",
-                    &format!("http://127.0.0.1:{client}"),
+                    &format!("{scheme}://127.0.0.1:{client}"),
                     "--listen-peer-urls",
                     &format!("http://127.0.0.1:{peer}"),
                     "--initial-advertise-peer-urls",
@@ -106,6 +143,7 @@ impl Etcd {
                     "--log-outputs",
                     "stderr",
                 ])
+                .args(&server_tls)
                 .stdin(Stdio::null())
                 .stdout(log)
                 .stderr(log2)
@@ -122,7 +160,8 @@ impl Etcd {
                         tail(&etcd.dir.path().join(format!("m{i}.log")))
                     ));
                 }
-                if healthy(ep) {
+                let log = etcd.dir.path().join(format!("m{i}.log"));
+                if healthy(ep, &log) {
                     break;
                 }
                 if Instant::now() > deadline {
@@ -149,8 +188,13 @@ impl Drop for Etcd {
     }
 }
 
-/// `GET /health` answers `{"health":"true"}` once the member serves with a leader.
-fn healthy(endpoint: &str) -> bool {
+/// `GET /health` answers `{"health":"true"}` once the member serves with a leader; a TLS
+/// member says so in its log instead.
+fn healthy(endpoint: &str, log: &Path) -> bool {
+    if endpoint.starts_with("https://") {
+        return std::fs::read_to_string(log)
+            .is_ok_and(|l| l.contains("serving client traffic securely"));
+    }
     let addr = endpoint.trim_start_matches("http://");
     let Ok(mut s) = TcpStream::connect_timeout(
         &match addr.parse() {

@@ -8,8 +8,10 @@
 #![allow(clippy::panic)]
 
 pub mod etcd;
+pub mod pki;
 
-pub use etcd::Etcd;
+pub use etcd::{Etcd, EtcdTls};
+pub use pki::{Issued, TestCa};
 
 use std::net::TcpListener;
 

@@ -1,0 +1,67 @@
+//! The binary's commands, run as a user would.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::process::Command;
+
+fn rkube() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_rkube"))
+}
+
+#[test]
+fn version() {
+    let out = rkube().arg("version").output().unwrap();
+    assert!(out.status.success());
+    let s = String::from_utf8(out.stdout).unwrap();
+    assert!(s.starts_with("rkube version v"), "{s}");
+}
+
+#[test]
+fn unknown_command_is_a_usage_error() {
+    let out = rkube().arg("frobnicate").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unrecognized subcommand"));
+}
+
+#[test]
+fn bench_store_prints_its_summary_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = rkube()
+        .args([
+            "bench",
+            "store",
+            "--backend",
+            "memory,sqlite,etcd",
+            "--seconds",
+            "1",
+        ])
+        .args(["--writers", "4", "--data-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for backend in ["memory", "sqlite", "etcd"] {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("store-bench backend={backend} ")))
+            .unwrap_or_else(|| panic!("no summary for {backend}:\n{stdout}"));
+        assert!(line.contains("writers=4 writes_per_s="), "{line}");
+        assert!(line.contains(" p99_ms="), "{line}");
+    }
+    assert!(stdout.contains("list 10k keys ms"));
+}
+
+#[test]
+fn bench_store_rejects_unknown_backend() {
+    let out = rkube()
+        .args(["bench", "store", "--backend", "mongodb"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid value 'mongodb'"));
+}
