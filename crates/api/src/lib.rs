@@ -1,0 +1,20 @@
+//! Kubernetes API types and machinery for rkube, without IO.
+//!
+//! - [`catalog`]: the served resources (group, version, kind, plural, scope, verbs,
+//!   subresources, storage prefix), as discovery and routing need them;
+//! - [`status`]: API errors as upstream's `Status` objects, and field errors formatted as
+//!   upstream formats them;
+//! - [`meta`]: object metadata on JSON values, the registry's working form;
+//! - [`selector`]: label and field selectors (parsing and matching, upstream's grammar);
+//! - [`validation`]: names, labels, annotations and object metadata rules;
+//! - [`schema`]: OpenAPI schemas of the built-in types.
+//!
+//! Object types themselves are `k8s-openapi`'s, re-exported as [`k8s`].
+
+pub mod catalog;
+pub mod meta;
+pub mod schema;
+pub mod status;
+
+pub use k8s_openapi as k8s;
+pub use status::{ApiError, FieldError};
