@@ -7,14 +7,18 @@
 //! - [`meta`]: object metadata on JSON values, the registry's working form;
 //! - [`selector`]: label and field selectors (parsing and matching, upstream's grammar);
 //! - [`validation`]: names, labels, annotations and object metadata rules;
-//! - [`schema`]: OpenAPI schemas of the built-in types.
+//! - [`schema`]: OpenAPI schemas of the built-in types;
+//! - [`openapi`]: the `/openapi/v2` and `/openapi/v3` documents.
 //!
 //! Object types themselves are `k8s-openapi`'s, re-exported as [`k8s`].
 
 pub mod catalog;
 pub mod meta;
+pub mod openapi;
 pub mod schema;
+pub mod selector;
 pub mod status;
+pub mod validation;
 
 pub use k8s_openapi as k8s;
 pub use status::{ApiError, FieldError};

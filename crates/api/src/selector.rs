@@ -1,0 +1,1 @@
+//! Label and field selectors: upstream's grammar, matching and error messages.

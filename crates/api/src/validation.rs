@@ -1,0 +1,1 @@
+//! Validation of names, labels, annotations and object metadata, with upstream's messages.

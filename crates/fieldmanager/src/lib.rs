@@ -1,0 +1,1 @@
+//! Server-side apply: field sets, managedFields and ownership, apply and conflicts.

@@ -1,0 +1,1 @@
+//! Table conversion: the columns `kubectl get` prints, computed on the server.
