@@ -189,7 +189,9 @@ async fn pump_watch(
     tx: mpsc::Sender<Result<Event>>,
     after: Revision,
     opts: WatchOptions,
+    mut progress_requests: tokio::sync::watch::Receiver<u64>,
 ) {
+    progress_requests.mark_unchanged();
     let mut queue = Backlog::default();
     let mut ended = false;
     let mut last_sent = tokio::time::Instant::now();
@@ -220,6 +222,14 @@ async fn pump_watch(
                     ended = true;
                 }
                 last_sent = tokio::time::Instant::now();
+            }
+            changed = progress_requests.changed(), if !ended => {
+                if changed.is_ok()
+                    && let Err(e) = stream.request_progress().await
+                {
+                    queue.push(Err(etcd_err(e)));
+                    ended = true;
+                }
             }
             msg = stream.message(), if !ended => {
                 let resp = match msg {
@@ -293,6 +303,8 @@ struct Lease {
 pub struct EtcdBackend {
     client: Client,
     kv: KvClient,
+    /// Bumped to make every watch ask etcd for a progress report.
+    progress: tokio::sync::watch::Sender<u64>,
     leases: Mutex<HashMap<u64, Lease>>,
 }
 
@@ -346,6 +358,7 @@ impl EtcdBackend {
         let backend = EtcdBackend {
             client,
             kv,
+            progress: tokio::sync::watch::channel(0).0,
             leases: Mutex::new(HashMap::new()),
         };
         backend.current_revision().await.map_err(|e| {
@@ -638,7 +651,7 @@ impl Backend for EtcdBackend {
             .await
             .map_err(etcd_err)?;
         let (tx, rx) = mpsc::channel::<Result<Event>>(256);
-        tokio::spawn(pump_watch(stream, tx, after, opts));
+        tokio::spawn(pump_watch(stream, tx, after, opts, self.progress.subscribe()));
         Ok(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx)))
     }
 
@@ -699,5 +712,10 @@ impl Backend for EtcdBackend {
             .first()
             .and_then(|kv| std::str::from_utf8(kv.value()).ok()?.parse().ok())
             .unwrap_or(0))
+    }
+
+    async fn request_progress(&self) -> Result<()> {
+        self.progress.send_modify(|n| *n = n.wrapping_add(1));
+        Ok(())
     }
 }

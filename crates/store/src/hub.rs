@@ -61,6 +61,8 @@ fn event_bytes(ev: &Event) -> usize {
 pub(crate) struct Hub {
     ring: RwLock<Ring>,
     committed: watch::Sender<Revision>,
+    /// Bumped to ask every watch for a progress report.
+    progress: watch::Sender<u64>,
     closed: AtomicBool,
 }
 
@@ -77,8 +79,14 @@ impl Hub {
                 max_bytes,
             }),
             committed,
+            progress: watch::channel(0).0,
             closed: AtomicBool::new(false),
         })
+    }
+
+    /// Makes every watch send a progress event once it has caught up.
+    pub(crate) fn request_progress(&self) {
+        self.progress.send_modify(|n| *n = n.wrapping_add(1));
     }
 
     /// Ends every watch with `Unavailable`; called when the backend shuts down.
@@ -194,6 +202,9 @@ impl Hub {
         tx: &mpsc::Sender<Result<Event>>,
     ) -> Result<()> {
         let mut committed_rx = self.committed.subscribe();
+        let mut progress_rx = self.progress.subscribe();
+        progress_rx.mark_unchanged();
+        let mut progress_wanted = false;
         let mut last = after;
         let mut last_sent = Instant::now();
         loop {
@@ -224,6 +235,13 @@ impl Hub {
                 }
                 last = reached;
             }
+            if progress_wanted {
+                progress_wanted = false;
+                if tx.send(Ok(Event::Progress { revision: last })).await.is_err() {
+                    return Ok(());
+                }
+                last_sent = Instant::now();
+            }
             let progress_at = opts.progress_interval.map(|d| last_sent + d);
             tokio::select! {
                 changed = committed_rx.changed() => {
@@ -232,6 +250,11 @@ impl Hub {
                     }
                 }
                 _ = tx.closed() => return Ok(()),
+                changed = progress_rx.changed() => {
+                    if changed.is_ok() {
+                        progress_wanted = true;
+                    }
+                }
                 _ = sleep_until_opt(progress_at) => {
                     if tx.send(Ok(Event::Progress { revision: last })).await.is_err() {
                         return Ok(());

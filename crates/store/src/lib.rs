@@ -192,6 +192,11 @@ pub trait Backend: Send + Sync + 'static {
 
     /// The revision the store was last compacted at (`0`: never).
     async fn compacted_revision(&self) -> Result<Revision>;
+
+    /// Asks every open watch to report its progress ([`Event::Progress`]) as soon as it has
+    /// delivered everything committed so far, like etcd's `RequestProgress`. Readers use it
+    /// to learn that a quiet watch has caught up with a revision.
+    async fn request_progress(&self) -> Result<()>;
 }
 
 /// What a [`guaranteed_update`] function decides.

@@ -444,4 +444,9 @@ impl Backend for MemoryBackend {
     async fn compacted_revision(&self) -> Result<Revision> {
         Ok(self.lock().compacted)
     }
+
+    async fn request_progress(&self) -> Result<()> {
+        self.hub.request_progress();
+        Ok(())
+    }
 }

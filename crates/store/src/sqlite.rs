@@ -1075,4 +1075,9 @@ impl Backend for SqliteBackend {
             .with(|conn| read_meta(conn, "compacted").map_err(sql_err))
             .await
     }
+
+    async fn request_progress(&self) -> Result<()> {
+        self.hub.request_progress();
+        Ok(())
+    }
 }

@@ -365,6 +365,26 @@ async fn watch_progress(h: &Harness) {
     }
 }
 
+/// A requested progress report arrives promptly and covers writes to other prefixes.
+async fn requested_progress(h: &Harness) {
+    let s = &h.backend;
+    let mut w = s.watch("/rp/", 0, WatchOptions::default()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let other = s.create("/elsewhere/x", b("x"), None).await.unwrap();
+    // Poll: a request made before the watch saw the write may report an older revision.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        s.request_progress().await.unwrap();
+        match tokio::time::timeout(Duration::from_secs(5), w.next()).await {
+            Ok(Some(Ok(Event::Progress { revision }))) if revision >= other.mod_revision => break,
+            Ok(Some(Ok(Event::Progress { .. }))) => {}
+            other => panic!("expected progress, got {other:?}"),
+        }
+        assert!(tokio::time::Instant::now() < deadline, "progress never reached the write");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 async fn watch_dropped_stream_is_fine(h: &Harness) {
     let s = &h.backend;
     for _ in 0..20 {
@@ -702,6 +722,7 @@ conformance!(
     watch_replays_history,
     watch_from_now,
     watch_progress,
+    requested_progress,
     watch_dropped_stream_is_fine,
     compaction_semantics,
     compaction_keeps_live_keys,
