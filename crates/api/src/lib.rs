@@ -13,6 +13,7 @@
 //! Object types themselves are `k8s-openapi`'s, re-exported as [`k8s`].
 
 pub mod catalog;
+pub mod kinds;
 pub mod meta;
 pub mod openapi;
 pub mod schema;

@@ -250,18 +250,28 @@ pub struct Cause {
     pub field: String,
 }
 
-/// A failed API call, rendered as a `Status` object.
+/// A failed API call, rendered as a `Status` object. Small (the rarely used parts are
+/// boxed), so `Result<T, ApiError>` stays cheap on every request path.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ApiError {
     pub code: u16,
     pub reason: Reason,
     pub message: String,
-    pub name: Option<String>,
-    pub group: Option<String>,
+    details: Option<Box<Details>>,
+}
+
+/// The optional parts of an [`ApiError`].
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Details {
+    name: Option<String>,
+    group: Option<String>,
     /// `details.kind`: the resource (plural) for most errors, the kind for Invalid.
-    pub kind: Option<String>,
-    pub causes: Vec<Cause>,
-    pub retry_after_seconds: Option<u32>,
+    kind: Option<String>,
+    causes: Vec<Cause>,
+    retry_after_seconds: Option<u32>,
+    /// A complete `Status` body to send as is (for errors whose upstream shape the fields
+    /// above cannot express, e.g. an empty reason or `"details": {}`).
+    raw: Option<Value>,
 }
 
 impl fmt::Display for ApiError {
@@ -295,20 +305,54 @@ impl ApiError {
             code,
             reason,
             message: message.into(),
-            name: None,
-            group: None,
-            kind: None,
-            causes: Vec::new(),
-            retry_after_seconds: None,
+            details: None,
         }
     }
 
+    fn details_mut(&mut self) -> &mut Details {
+        self.details.get_or_insert_with(Box::default)
+    }
+
+    /// An error answered with exactly this `Status` body and HTTP code.
+    pub fn from_status(code: u16, status: Value) -> Self {
+        let message = status["message"].as_str().unwrap_or_default().to_string();
+        let mut e = Self::new(code, Reason::InternalError, message);
+        e.details_mut().raw = Some(status);
+        e
+    }
+
     fn about(mut self, gr: GroupResource<'_>, name: &str) -> Self {
-        self.group = Some(gr.group.to_string());
-        self.kind = Some(gr.resource.to_string());
+        let d = self.details_mut();
+        d.group = Some(gr.group.to_string());
+        d.kind = Some(gr.resource.to_string());
         if !name.is_empty() {
-            self.name = Some(name.to_string());
+            d.name = Some(name.to_string());
         }
+        self
+    }
+
+    /// `details.kind` (the resource or, for Invalid, the kind).
+    pub fn kind(&self) -> Option<&str> {
+        self.details.as_ref()?.kind.as_deref()
+    }
+
+    /// `details.causes`.
+    pub fn causes(&self) -> &[Cause] {
+        self.details.as_ref().map_or(&[], |d| d.causes.as_slice())
+    }
+
+    /// Adds a cause to `details.causes`.
+    pub fn push_cause(&mut self, cause: Cause) {
+        self.details_mut().causes.push(cause);
+    }
+
+    /// `details.retryAfterSeconds` (also sent as `Retry-After`).
+    pub fn retry_after(&self) -> Option<u32> {
+        self.details.as_ref()?.retry_after_seconds
+    }
+
+    fn with_retry_after(mut self, secs: u32) -> Self {
+        self.details_mut().retry_after_seconds = Some(secs);
         self
     }
 
@@ -390,12 +434,13 @@ impl ApiError {
             Reason::Invalid,
             format!("{qualified_kind} {name:?} is invalid: {}", aggregate(errs)),
         );
-        e.group = Some(group.to_string());
-        e.kind = Some(kind.to_string());
+        let d = e.details_mut();
+        d.group = Some(group.to_string());
+        d.kind = Some(kind.to_string());
         if !name.is_empty() {
-            e.name = Some(name.to_string());
+            d.name = Some(name.to_string());
         }
-        e.causes = errs
+        d.causes = errs
             .iter()
             .map(|fe| Cause {
                 reason: fe.kind.cause().to_string(),
@@ -458,25 +503,23 @@ impl ApiError {
     }
 
     pub fn unavailable(message: impl Into<String>) -> Self {
-        let mut e = Self::new(503, Reason::ServiceUnavailable, message);
-        e.retry_after_seconds = Some(1);
-        e
+        Self::new(503, Reason::ServiceUnavailable, message).with_retry_after(1)
     }
 
     pub fn timeout(message: impl Into<String>) -> Self {
-        let mut e = Self::new(504, Reason::Timeout, message);
-        e.retry_after_seconds = Some(1);
-        e
+        Self::new(504, Reason::Timeout, message).with_retry_after(1)
     }
 
     pub fn too_many_requests(message: impl Into<String>) -> Self {
-        let mut e = Self::new(429, Reason::TooManyRequests, message);
-        e.retry_after_seconds = Some(1);
-        e
+        Self::new(429, Reason::TooManyRequests, message).with_retry_after(1)
     }
 
     /// The `Status` object as JSON.
     pub fn to_status(&self) -> Value {
+        let d = self.details.as_deref();
+        if let Some(raw) = d.and_then(|d| d.raw.as_ref()) {
+            return raw.clone();
+        }
         let mut status = json!({
             "kind": "Status",
             "apiVersion": "v1",
@@ -487,20 +530,22 @@ impl ApiError {
             "code": self.code,
         });
         let mut details = serde_json::Map::new();
-        if let Some(n) = &self.name {
+        let empty = Details::default();
+        let d = d.unwrap_or(&empty);
+        if let Some(n) = &d.name {
             details.insert("name".into(), json!(n));
         }
-        if let Some(g) = &self.group {
+        if let Some(g) = &d.group {
             details.insert("group".into(), json!(g));
         }
-        if let Some(k) = &self.kind {
+        if let Some(k) = &d.kind {
             details.insert("kind".into(), json!(k));
         }
-        if !self.causes.is_empty() {
+        if !d.causes.is_empty() {
             details.insert(
                 "causes".into(),
                 Value::Array(
-                    self.causes
+                    d.causes
                         .iter()
                         .map(
                             |c| json!({"reason": c.reason, "message": c.message, "field": c.field}),
@@ -509,7 +554,7 @@ impl ApiError {
                 ),
             );
         }
-        if let Some(r) = self.retry_after_seconds {
+        if let Some(r) = d.retry_after_seconds {
             details.insert("retryAfterSeconds".into(), json!(r));
         }
         if !details.is_empty() {

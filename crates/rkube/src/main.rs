@@ -1,6 +1,7 @@
 //! `rkube`: one binary for the whole cluster (see ARCHITECTURE.md).
 
 mod bench;
+mod cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -22,6 +23,8 @@ struct Cli {
 enum Command {
     /// Print the version.
     Version,
+    /// Run the control plane (API server) on an embedded or etcd datastore.
+    Server(cmd::server::ServerArgs),
     /// Run a benchmark and print its figures.
     Bench {
         #[command(subcommand)]
@@ -49,6 +52,12 @@ fn main() -> anyhow::Result<()> {
                 println!("rkube version v{}", env!("CARGO_PKG_VERSION"));
             }
             Ok(())
+        }
+        Command::Server(args) => {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?;
+            rt.block_on(cmd::server::run(args))
         }
         Command::Bench { which } => {
             let rt = tokio::runtime::Builder::new_multi_thread()

@@ -651,7 +651,13 @@ impl Backend for EtcdBackend {
             .await
             .map_err(etcd_err)?;
         let (tx, rx) = mpsc::channel::<Result<Event>>(256);
-        tokio::spawn(pump_watch(stream, tx, after, opts, self.progress.subscribe()));
+        tokio::spawn(pump_watch(
+            stream,
+            tx,
+            after,
+            opts,
+            self.progress.subscribe(),
+        ));
         Ok(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx)))
     }
 

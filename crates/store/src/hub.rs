@@ -237,7 +237,11 @@ impl Hub {
             }
             if progress_wanted {
                 progress_wanted = false;
-                if tx.send(Ok(Event::Progress { revision: last })).await.is_err() {
+                if tx
+                    .send(Ok(Event::Progress { revision: last }))
+                    .await
+                    .is_err()
+                {
                     return Ok(());
                 }
                 last_sent = Instant::now();

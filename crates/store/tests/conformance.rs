@@ -380,7 +380,10 @@ async fn requested_progress(h: &Harness) {
             Ok(Some(Ok(Event::Progress { .. }))) => {}
             other => panic!("expected progress, got {other:?}"),
         }
-        assert!(tokio::time::Instant::now() < deadline, "progress never reached the write");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "progress never reached the write"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

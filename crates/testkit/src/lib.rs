@@ -9,9 +9,11 @@
 
 pub mod etcd;
 pub mod pki;
+pub mod rkube;
 
 pub use etcd::{Etcd, EtcdTls};
 pub use pki::{Issued, TestCa};
+pub use rkube::{RkubeServer, kubectl_binary, rkube_binary};
 
 use std::net::TcpListener;
 

@@ -1,1 +1,0 @@
-//! The OpenAPI documents served at `/openapi/v2` and `/openapi/v3`.

@@ -1,1 +1,0 @@
-//! Label and field selectors: upstream's grammar, matching and error messages.

@@ -1,1 +1,0 @@
-//! Validation of names, labels, annotations and object metadata, with upstream's messages.

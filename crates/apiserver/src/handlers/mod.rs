@@ -1,0 +1,361 @@
+//! Request handling: authentication, routing and the non-resource endpoints. Resource
+//! verbs are in [`read`] and [`write`].
+
+mod read;
+mod write;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use api::ApiError;
+use bytes::Bytes;
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use rustls::pki_types::CertificateDer;
+use serde_json::{Value, json};
+
+use crate::authn::{UserInfo, X509Authenticator};
+use crate::discovery;
+use crate::http::{Body, Query, error_response, json_response, json_value, text_response};
+use crate::metrics::Metrics;
+use crate::openapi::OpenApi;
+use crate::registry::{Registry, Resource};
+use crate::requestinfo::RequestInfo;
+
+/// Everything a request handler needs.
+pub struct Server {
+    pub registry: Arc<Registry>,
+    pub x509: X509Authenticator,
+    /// `host:port` clients reach the server at.
+    pub server_address: String,
+    pub metrics: Metrics,
+    pub openapi: OpenApi,
+    pub ready: AtomicBool,
+    /// Non-watch requests fail with 504 after this long.
+    pub request_timeout: Duration,
+    /// Watches without `timeoutSeconds` last between this and twice this.
+    pub min_request_timeout: Duration,
+}
+
+/// The TLS peer of a connection.
+#[derive(Clone, Debug, Default)]
+pub struct Peer {
+    pub certs: Vec<CertificateDer<'static>>,
+    pub addr: String,
+}
+
+/// The upstream version this server speaks.
+pub const KUBE_MAJOR: &str = "1";
+pub const KUBE_MINOR: &str = "33";
+
+pub fn version_info() -> Value {
+    json!({
+        "major": KUBE_MAJOR,
+        "minor": KUBE_MINOR,
+        "emulationMajor": KUBE_MAJOR,
+        "emulationMinor": KUBE_MINOR,
+        "minCompatibilityMajor": KUBE_MAJOR,
+        "minCompatibilityMinor": "32",
+        "gitVersion": format!("v{KUBE_MAJOR}.{KUBE_MINOR}.0+rkube.{}", env!("CARGO_PKG_VERSION")),
+        "gitCommit": "",
+        "gitTreeState": "clean",
+        "buildDate": "1970-01-01T00:00:00Z",
+        "goVersion": "rust",
+        "compiler": "rustc",
+        "platform": format!("{}/{}", std::env::consts::OS, match std::env::consts::ARCH { "x86_64" => "amd64", "aarch64" => "arm64", a => a }),
+    })
+}
+
+/// Paths anyone may read without credentials (as upstream's `system:public-info-viewer`).
+fn is_public(path: &str) -> bool {
+    matches!(
+        path,
+        "/healthz" | "/livez" | "/readyz" | "/version" | "/version/"
+    ) || path.starts_with("/healthz/")
+        || path.starts_with("/livez/")
+        || path.starts_with("/readyz/")
+}
+
+impl Server {
+    /// Handles one request (never fails: errors become `Status` responses).
+    pub async fn handle(
+        self: Arc<Self>,
+        req: Request<hyper::body::Incoming>,
+        peer: Peer,
+    ) -> Response<Body> {
+        let started = Instant::now();
+        let path = req.uri().path().to_string();
+        let query = Query::parse(req.uri().query());
+        let info = RequestInfo::parse(req.method(), &path, &query.0);
+        let user = match self.authenticate(&peer) {
+            Ok(u) => u,
+            Err(reason) if is_public(&path) => {
+                tracing::trace!(%reason, "anonymous request to a public path");
+                UserInfo::anonymous()
+            }
+            Err(reason) => {
+                tracing::debug!(%path, %reason, peer = %peer.addr, "authentication failed");
+                let r = error_response(&ApiError::unauthorized());
+                self.metrics
+                    .observe(&info, r.status().as_u16(), started.elapsed());
+                return r;
+            }
+        };
+        let span = tracing::info_span!(
+            "request",
+            verb = %info.verb,
+            path = %path,
+            user = %user.name,
+            resource = %info.resource,
+            namespace = %info.namespace,
+            name = %info.name,
+        );
+        let _enter = span.enter();
+        let is_watch = info.verb == "watch";
+        let fut = self.clone().route(req, info.clone(), query, user);
+        let resp = if is_watch {
+            fut.await
+        } else {
+            match tokio::time::timeout(self.request_timeout, fut).await {
+                Ok(r) => r,
+                Err(_) => error_response(&ApiError::timeout(
+                    "the request did not complete within the allowed duration",
+                )),
+            }
+        };
+        let code = resp.status().as_u16();
+        self.metrics.observe(&info, code, started.elapsed());
+        tracing::debug!(
+            code,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "handled"
+        );
+        resp
+    }
+
+    fn authenticate(&self, peer: &Peer) -> Result<UserInfo, String> {
+        if peer.certs.is_empty() {
+            return Err("no credentials".into());
+        }
+        self.x509.authenticate(&peer.certs)
+    }
+
+    async fn route(
+        self: Arc<Self>,
+        req: Request<hyper::body::Incoming>,
+        info: RequestInfo,
+        query: Query,
+        user: UserInfo,
+    ) -> Response<Body> {
+        if info.is_resource_request {
+            return match self.resource(req, &info, &query, &user).await {
+                Ok(r) => r,
+                Err(e) => error_response(&e),
+            };
+        }
+        if req.method() != Method::GET && req.method() != Method::HEAD {
+            return error_response(&ApiError::new(
+                405,
+                api::status::Reason::MethodNotAllowed,
+                "the server does not allow this method on the requested resource",
+            ));
+        }
+        let accept = req
+            .headers()
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        let path = info.path.trim_end_matches('/');
+        match path {
+            "/healthz" | "/livez" | "/readyz" | "/healthz/ping" | "/livez/ping"
+            | "/readyz/ping" => {
+                if path.starts_with("/readyz") && !self.ready.load(Ordering::SeqCst) {
+                    return text_response(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "[-]informer-sync failed: not ready\nreadyz check failed\n",
+                    );
+                }
+                if query.get("verbose").is_some() {
+                    return text_response(
+                        StatusCode::OK,
+                        "[+]ping ok\n[+]etcd ok\n[+]informer-sync ok\nhealthz check passed\n",
+                    );
+                }
+                text_response(StatusCode::OK, "ok")
+            }
+            "/version" => json_value(StatusCode::OK, &version_info()),
+            "/metrics" => {
+                let mut r = Response::new(crate::http::full(self.metrics.render(&self.registry)));
+                r.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+                );
+                r
+            }
+            "/api" => self.discovery_response(&accept, true),
+            "/apis" => self.discovery_response(&accept, false),
+            "" => json_value(StatusCode::OK, &self.root_paths()),
+            p if p.starts_with("/openapi/") => {
+                self.openapi.serve(p, &query, req.headers(), &self.registry)
+            }
+            p => self.group_discovery(p),
+        }
+    }
+
+    fn root_paths(&self) -> Value {
+        let mut paths = vec![
+            "/api".to_string(),
+            "/api/v1".to_string(),
+            "/apis".to_string(),
+            "/healthz".to_string(),
+            "/livez".to_string(),
+            "/metrics".to_string(),
+            "/openapi/v2".to_string(),
+            "/openapi/v3".to_string(),
+            "/readyz".to_string(),
+            "/version".to_string(),
+        ];
+        for r in self
+            .registry
+            .all()
+            .iter()
+            .filter(|r| !r.info.group.is_empty())
+        {
+            paths.push(format!("/apis/{}", r.info.group));
+            paths.push(format!("/apis/{}/{}", r.info.group, r.info.version));
+        }
+        paths.sort();
+        paths.dedup();
+        json!({"paths": paths})
+    }
+
+    fn discovery_response(&self, accept: &str, legacy: bool) -> Response<Body> {
+        let all = self.registry.all();
+        let infos: Vec<&api::catalog::ResourceInfo> = all.iter().map(|r| &r.info).collect();
+        if let Some(which) = discovery::wants_aggregated(accept) {
+            let doc = discovery::aggregated(&infos, legacy, which);
+            let mut r = json_response(StatusCode::OK, serde_json::to_vec(&doc).unwrap_or_default());
+            if let Ok(v) = HeaderValue::from_str(which.content_type()) {
+                r.headers_mut().insert(header::CONTENT_TYPE, v);
+            }
+            r.headers_mut()
+                .insert(header::VARY, HeaderValue::from_static("Accept"));
+            return r;
+        }
+        let doc = if legacy {
+            discovery::api_versions(&self.server_address)
+        } else {
+            discovery::api_group_list(&infos)
+        };
+        json_value(StatusCode::OK, &doc)
+    }
+
+    fn group_discovery(&self, path: &str) -> Response<Body> {
+        let all = self.registry.all();
+        let infos: Vec<&api::catalog::ResourceInfo> = all.iter().map(|r| &r.info).collect();
+        let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+        let doc = match parts.as_slice() {
+            ["api", version] => discovery::api_resource_list(&infos, "", version),
+            ["apis", group] => discovery::api_group(&infos, group),
+            ["apis", group, version] => discovery::api_resource_list(&infos, group, version),
+            _ => None,
+        };
+        match doc {
+            Some(d) => json_value(StatusCode::OK, &d),
+            None => error_response(&ApiError::path_not_found()),
+        }
+    }
+
+    /// Dispatches a resource request by verb.
+    async fn resource(
+        self: &Arc<Self>,
+        req: Request<hyper::body::Incoming>,
+        info: &RequestInfo,
+        query: &Query,
+        user: &UserInfo,
+    ) -> Result<Response<Body>, ApiError> {
+        // The legacy bindings resource: POST /api/v1/namespaces/<ns>/bindings.
+        let (resource_name, name, subresource) = if info.api_group.is_empty()
+            && info.resource == "bindings"
+            && info.verb == "create"
+            && info.name.is_empty()
+        {
+            ("pods", String::new(), "binding".to_string())
+        } else {
+            (
+                info.resource.as_str(),
+                info.name.clone(),
+                info.subresource.clone(),
+            )
+        };
+        let r = self
+            .registry
+            .lookup(&info.api_group, &info.api_version, resource_name)
+            .filter(|r| !r.info.storage_prefix.is_empty())
+            .ok_or_else(ApiError::path_not_found)?;
+        if !subresource.is_empty() && r.info.subresource(&subresource).is_none() {
+            return Err(ApiError::path_not_found());
+        }
+        if subresource.is_empty()
+            && !r.info.has_verb(&info.verb)
+            && !(info.verb == "get" && r.info.has_verb("get"))
+        {
+            return Err(ApiError::method_not_supported(r.gr(), &info.verb));
+        }
+        if r.info.namespaced
+            && info.namespace.is_empty()
+            && !matches!(info.verb.as_str(), "list" | "watch")
+        {
+            return Err(ApiError::path_not_found());
+        }
+        if !r.info.namespaced && !info.namespace.is_empty() && info.resource != "namespaces" {
+            return Err(ApiError::path_not_found());
+        }
+        let ns =
+            (r.info.namespaced && !info.namespace.is_empty()).then_some(info.namespace.as_str());
+        let sub = (!subresource.is_empty()).then_some(subresource.as_str());
+        match info.verb.as_str() {
+            "get" => read::get(self, &r, ns, &name, sub, req.headers(), query).await,
+            "list" => read::list(self, &r, ns, req.headers(), query).await,
+            "watch" => read::watch(self, &r, ns, req.headers(), query).await,
+            "create" => write::create(self, &r, ns, &name, sub, req, query, user).await,
+            "update" => write::update(self, &r, ns, &name, sub, req, query, user).await,
+            "patch" => write::patch(self, &r, ns, &name, sub, req, query, user).await,
+            "delete" => write::delete(self, &r, ns, &name, req, query, user).await,
+            "deletecollection" => write::delete_collection(self, &r, ns, req, query, user).await,
+            other => Err(ApiError::method_not_supported(r.gr(), other)),
+        }
+    }
+}
+
+/// Responds with an object in the negotiated form (JSON, YAML, Table, metadata).
+pub(crate) fn object_response(
+    r: &Resource,
+    status: StatusCode,
+    obj: &Value,
+    accept: crate::http::Accept,
+    query: &Query,
+    warnings: &[String],
+) -> Result<Response<Body>, ApiError> {
+    use crate::http::Accept;
+    let body: Value = match accept {
+        Accept::Table => read::table(r, &[obj], query, None, false)?,
+        Accept::PartialMetadata => json!({
+            "kind": "PartialObjectMetadata",
+            "apiVersion": "meta.k8s.io/v1",
+            "metadata": obj.get("metadata").cloned().unwrap_or(json!({})),
+        }),
+        _ => obj.clone(),
+    };
+    let (bytes, ct) = crate::http::encode(&body, accept);
+    let mut resp = json_response(status, bytes);
+    resp = crate::http::with_content_type(resp, ct);
+    crate::http::add_warnings(&mut resp, warnings);
+    Ok(resp)
+}
+
+/// Raw JSON bytes as a response.
+pub(crate) fn bytes_response(status: StatusCode, bytes: Bytes) -> Response<Body> {
+    json_response(status, bytes)
+}

@@ -1,0 +1,732 @@
+//! create, update, patch, delete, deletecollection, and the pod subresources that write
+//! (binding, eviction) and scale.
+
+use std::sync::Arc;
+
+use api::status::GroupResource;
+use api::{ApiError, FieldError};
+use http::{HeaderMap, Request, Response, StatusCode, header};
+use serde_json::{Value, json};
+
+use super::{Server, object_response};
+use crate::authn::UserInfo;
+use crate::http::{
+    Body, ContentType, Query, content_type, decode_body, json_value, negotiate, read_body,
+};
+use crate::registry::{
+    DeleteOptions, FieldValidation, Precondition, Resource, WriteOptions, Written,
+};
+
+fn user_agent(headers: &HeaderMap) -> String {
+    headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn dry_run(query: &Query) -> Result<bool, ApiError> {
+    let values = query.all("dryRun");
+    if values.is_empty() {
+        return Ok(false);
+    }
+    for v in &values {
+        if *v != "All" {
+            return Err(ApiError::bad_request(format!(
+                "Invalid dry run value: {v:?}: supported values: \"All\""
+            )));
+        }
+    }
+    Ok(true)
+}
+
+fn write_options(
+    query: &Query,
+    headers: &HeaderMap,
+    user: &UserInfo,
+) -> Result<WriteOptions, ApiError> {
+    let field_manager = query
+        .get("fieldManager")
+        .filter(|s| !s.is_empty())
+        .map(str::to_string);
+    if let Some(m) = &field_manager {
+        if m.chars().count() > 128 {
+            return Err(ApiError::invalid(
+                "meta.k8s.io",
+                "PatchOptions",
+                "",
+                &[FieldError::too_long("fieldManager", 128)],
+            ));
+        }
+        if m.chars().any(|c| !(' '..='~').contains(&c)) {
+            return Err(ApiError::invalid(
+                "meta.k8s.io",
+                "PatchOptions",
+                "",
+                &[FieldError::invalid(
+                    "fieldManager",
+                    m.as_str(),
+                    "must be made of printable ASCII characters",
+                )],
+            ));
+        }
+    }
+    Ok(WriteOptions {
+        user: user.clone(),
+        user_agent: user_agent(headers),
+        dry_run: dry_run(query)?,
+        field_manager,
+        field_validation: FieldValidation::parse(query.get("fieldValidation"))?,
+        apply: false,
+    })
+}
+
+async fn body_value(
+    req: Request<hyper::body::Incoming>,
+) -> Result<(Value, ContentType, HeaderMap), ApiError> {
+    let (parts, body) = req.into_parts();
+    let ct = content_type(&parts.headers)?;
+    let bytes = read_body(body).await?;
+    let value = match ct {
+        ContentType::Json | ContentType::Yaml => decode_body(&bytes, ct)?,
+        other => {
+            return Err(ApiError::unsupported_media_type(
+                &format!("{other:?}"),
+                "application/json, application/yaml",
+            ));
+        }
+    };
+    Ok((value, ct, parts.headers))
+}
+
+fn written_response(
+    r: &Resource,
+    w: Written,
+    headers: &HeaderMap,
+    query: &Query,
+) -> Result<Response<Body>, ApiError> {
+    let accept = negotiate(headers)?;
+    let status = if w.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    object_response(r, status, &w.object, accept, query, &w.warnings)
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn create(
+    srv: &Arc<Server>,
+    r: &Arc<Resource>,
+    ns: Option<&str>,
+    name: &str,
+    subresource: Option<&str>,
+    req: Request<hyper::body::Incoming>,
+    query: &Query,
+    user: &UserInfo,
+) -> Result<Response<Body>, ApiError> {
+    let opts = write_options(query, req.headers(), user)?;
+    let (body, _, headers) = body_value(req).await?;
+    match subresource {
+        Some("binding") => return bind(srv, r, ns, name, body, &opts).await,
+        Some("eviction") => return evict(srv, r, ns, name, body, &opts).await,
+        Some(_) => return Err(ApiError::method_not_supported(r.gr(), "create")),
+        None => {}
+    }
+    if !name.is_empty() {
+        return Err(ApiError::method_not_supported(r.gr(), "create"));
+    }
+    let w = srv.registry.create(r, ns, body, &opts).await?;
+    written_response(r, w, &headers, query)
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn update(
+    srv: &Arc<Server>,
+    r: &Arc<Resource>,
+    ns: Option<&str>,
+    name: &str,
+    subresource: Option<&str>,
+    req: Request<hyper::body::Incoming>,
+    query: &Query,
+    user: &UserInfo,
+) -> Result<Response<Body>, ApiError> {
+    let opts = write_options(query, req.headers(), user)?;
+    let (body, _, headers) = body_value(req).await?;
+    match subresource {
+        None | Some("status") | Some("finalize") => {
+            let sub = subresource.map(|s| if s == "finalize" { "finalize" } else { s });
+            let w = srv.registry.replace(r, ns, name, sub, body, &opts).await?;
+            written_response(r, w, &headers, query)
+        }
+        Some("scale") => {
+            let replicas = scale_replicas(&body)?;
+            let rv = api::meta::resource_version(&body).map(str::to_string);
+            let w = srv
+                .registry
+                .update_with(r, ns, name, None, &opts, |old| {
+                    let old = old.ok_or_else(|| ApiError::not_found(r.gr(), name))?;
+                    let mut new = old.clone();
+                    new["spec"]["replicas"] = json!(replicas);
+                    Ok((
+                        new,
+                        Vec::new(),
+                        Precondition {
+                            resource_version: rv.clone(),
+                            ..Default::default()
+                        },
+                    ))
+                })
+                .await?;
+            let scale = scale_of(r, &w.object)?;
+            Ok(json_value(StatusCode::OK, &scale))
+        }
+        Some(_) => Err(ApiError::method_not_supported(r.gr(), "update")),
+    }
+}
+
+fn scale_replicas(scale: &Value) -> Result<i64, ApiError> {
+    let replicas = scale["spec"]["replicas"].as_i64().unwrap_or(0);
+    if replicas < 0 {
+        return Err(ApiError::invalid(
+            "autoscaling",
+            "Scale",
+            api::meta::name(scale).unwrap_or_default(),
+            &[FieldError::invalid(
+                "spec.replicas",
+                replicas,
+                "must be greater than or equal to 0",
+            )],
+        ));
+    }
+    Ok(replicas)
+}
+
+/// The `autoscaling/v1` Scale view of a scalable object.
+pub(crate) fn scale_of(r: &Resource, obj: &Value) -> Result<Value, ApiError> {
+    let meta = obj.get("metadata").cloned().unwrap_or(json!({}));
+    let mut m = serde_json::Map::new();
+    for f in [
+        "name",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+    ] {
+        if let Some(v) = meta.get(f) {
+            m.insert(f.to_string(), v.clone());
+        }
+    }
+    let selector = match obj["spec"]["selector"].as_object() {
+        Some(sel) if r.info.kind == "ReplicationController" => {
+            let mut pairs: Vec<String> = sel
+                .iter()
+                .filter_map(|(k, v)| Some(format!("{k}={}", v.as_str()?)))
+                .collect();
+            pairs.sort();
+            pairs.join(",")
+        }
+        Some(_) => api::selector::LabelSelector::from_label_selector(&obj["spec"]["selector"])
+            .map(|s| s.to_string())
+            .unwrap_or_default(),
+        None => String::new(),
+    };
+    let mut status = json!({"replicas": obj["status"]["replicas"].as_i64().unwrap_or(0)});
+    if !selector.is_empty() {
+        status["selector"] = json!(selector);
+    }
+    Ok(json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": Value::Object(m),
+        "spec": {"replicas": obj["spec"]["replicas"].as_i64().unwrap_or(1)},
+        "status": status,
+    }))
+}
+
+/// The schema of a resource's kind, for strategic merge patch and server-side apply.
+fn schema_of(r: &Resource) -> Option<(&'static Value, &'static dyn api::schema::SchemaLookup)> {
+    let schemas = api::schema::builtin();
+    let def = api::schema::definition_for(&r.info.group, &r.info.version, &r.info.kind)?;
+    let root = api::schema::SchemaLookup::definition(schemas, def)?;
+    Some((root, schemas))
+}
+
+fn patch_error(e: patch::PatchError) -> ApiError {
+    ApiError::from_status(e.status_code(), e.to_status())
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn patch(
+    srv: &Arc<Server>,
+    r: &Arc<Resource>,
+    ns: Option<&str>,
+    name: &str,
+    subresource: Option<&str>,
+    req: Request<hyper::body::Incoming>,
+    query: &Query,
+    user: &UserInfo,
+) -> Result<Response<Body>, ApiError> {
+    let mut opts = write_options(query, req.headers(), user)?;
+    let headers = req.headers().clone();
+    let ct = content_type(&headers)?;
+    opts.apply = ct == ContentType::ApplyPatch;
+    let bytes = read_body(req.into_body()).await?;
+    if matches!(ct, ContentType::Json | ContentType::Yaml) {
+        return Err(ApiError::unsupported_media_type(
+            headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or(""),
+            "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json",
+        ));
+    }
+    let patch_doc = match ct {
+        ContentType::ApplyPatch => decode_body(&bytes, ContentType::Yaml)?,
+        _ => serde_json::from_slice::<Value>(&bytes)
+            .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
+    };
+    let builtin = api::kinds::is_builtin(&r.info.group, &r.info.version, &r.info.kind);
+    if ct == ContentType::StrategicMergePatch && !builtin {
+        return Err(ApiError::unsupported_media_type(
+            "application/strategic-merge-patch+json",
+            "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+        ));
+    }
+    let force = query.flag("force")?;
+    if ct != ContentType::ApplyPatch && query.get("force").is_some() {
+        return Err(ApiError::bad_request(
+            "force is only valid for apply patches",
+        ));
+    }
+    if ct == ContentType::ApplyPatch && opts.field_manager.is_none() {
+        return Err(ApiError::bad_request(
+            "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+        ));
+    }
+    let scale = subresource == Some("scale");
+    let main_sub = if scale { None } else { subresource };
+    let schema = schema_of(r);
+    let field_validation = opts.field_validation;
+    let registry = Arc::clone(&srv.registry);
+    let w = srv
+        .registry
+        .update_with(r, ns, name, main_sub, &opts, |old| {
+            let precondition_rv = patch_doc["metadata"]["resourceVersion"]
+                .as_str()
+                .map(str::to_string);
+            let mut pre = Precondition {
+                resource_version: precondition_rv,
+                ..Default::default()
+            };
+            let target = match (old, scale) {
+                (Some(o), true) => scale_of(r, o)?,
+                (Some(o), false) => o.clone(),
+                (None, _) if ct == ContentType::ApplyPatch && !scale => {
+                    pre.create_allowed = true;
+                    Value::Null
+                }
+                (None, _) => return Err(ApiError::not_found(r.gr(), name)),
+            };
+            let patched = match ct {
+                ContentType::JsonPatch => {
+                    patch::json_patch(&target, &patch_doc).map_err(patch_error)?
+                }
+                ContentType::MergePatch => patch::merge_patch(&target, &patch_doc),
+                ContentType::StrategicMergePatch => match schema {
+                    Some((root, lookup)) => {
+                        patch::strategic_merge_patch(&target, &patch_doc, root, lookup)
+                            .map_err(patch_error)?
+                    }
+                    None => patch::merge_patch(&target, &patch_doc),
+                },
+                ContentType::ApplyPatch => crate::fieldmgr::apply(
+                    r,
+                    old,
+                    &patch_doc,
+                    &opts,
+                    &crate::fieldmgr::ApplyTarget {
+                        name,
+                        namespace: ns.unwrap_or(""),
+                        subresource: main_sub,
+                        force,
+                    },
+                    &registry,
+                )?,
+                ContentType::Json | ContentType::Yaml => {
+                    return Err(ApiError::unsupported_media_type(
+                        "application/json",
+                        "patch types",
+                    ));
+                }
+            };
+            if scale {
+                let replicas = scale_replicas(&patched)?;
+                let mut new = old.cloned().unwrap_or(Value::Null);
+                new["spec"]["replicas"] = json!(replicas);
+                return Ok((new, Vec::new(), pre));
+            }
+            // The patched object goes through decoding like a body would.
+            let decoded = r.strategy.decode(&r.info, &patched)?;
+            let mut warnings = Vec::new();
+            if !decoded.unknown_fields.is_empty() {
+                let list: Vec<String> = decoded
+                    .unknown_fields
+                    .iter()
+                    .map(|f| format!("unknown field \"{f}\""))
+                    .collect();
+                match field_validation {
+                    FieldValidation::Strict => {
+                        return Err(ApiError::bad_request(format!(
+                            "strict decoding error: {}",
+                            list.join(", ")
+                        )));
+                    }
+                    FieldValidation::Warn => warnings = list,
+                    FieldValidation::Ignore => {}
+                }
+            }
+            let mut obj = decoded.object;
+            if let (Some(o), Some(m)) =
+                (old, obj.get_mut("metadata").and_then(Value::as_object_mut))
+            {
+                // A patch that drops the name or namespace does not move the object.
+                for f in ["name", "namespace"] {
+                    if let Some(v) = o["metadata"].get(f) {
+                        m.entry(f.to_string()).or_insert_with(|| v.clone());
+                    }
+                }
+            }
+            r.strategy.default(&r.info, &mut obj);
+            Ok((obj, warnings, pre))
+        })
+        .await?;
+    if scale {
+        return Ok(json_value(StatusCode::OK, &scale_of(r, &w.object)?));
+    }
+    written_response(r, w, &headers, query)
+}
+
+fn delete_options(body: Option<&Value>, query: &Query) -> Result<DeleteOptions, ApiError> {
+    let mut o = DeleteOptions::default();
+    if let Some(b) = body {
+        if let Some(kind) = b["kind"].as_str()
+            && kind != "DeleteOptions"
+        {
+            return Err(ApiError::bad_request(format!(
+                "expected DeleteOptions, got {kind}"
+            )));
+        }
+        o.grace_period_seconds = b["gracePeriodSeconds"].as_i64();
+        o.propagation = b["propagationPolicy"].as_str().map(str::to_string);
+        if b["orphanDependents"].as_bool() == Some(true) && o.propagation.is_none() {
+            o.propagation = Some("Orphan".into());
+        }
+        o.precondition_uid = b["preconditions"]["uid"].as_str().map(str::to_string);
+        o.precondition_rv = b["preconditions"]["resourceVersion"]
+            .as_str()
+            .map(str::to_string);
+    }
+    if let Some(g) = query.int("gracePeriodSeconds")? {
+        o.grace_period_seconds = Some(g);
+    }
+    if let Some(p) = query.get("propagationPolicy").filter(|s| !s.is_empty()) {
+        o.propagation = Some(p.to_string());
+    }
+    if query.flag("orphanDependents")? && o.propagation.is_none() {
+        o.propagation = Some("Orphan".into());
+    }
+    Ok(o)
+}
+
+async fn optional_body(
+    req: Request<hyper::body::Incoming>,
+) -> Result<(Option<Value>, HeaderMap), ApiError> {
+    let (parts, body) = req.into_parts();
+    let bytes = read_body(body).await?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok((None, parts.headers));
+    }
+    let ct = content_type(&parts.headers)?;
+    Ok((Some(decode_body(&bytes, ct)?), parts.headers))
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn delete(
+    srv: &Arc<Server>,
+    r: &Arc<Resource>,
+    ns: Option<&str>,
+    name: &str,
+    req: Request<hyper::body::Incoming>,
+    query: &Query,
+    user: &UserInfo,
+) -> Result<Response<Body>, ApiError> {
+    let mut wopts = write_options(query, req.headers(), user)?;
+    let (body, headers) = optional_body(req).await?;
+    if let Some(b) = &body
+        && let Some(d) = b["dryRun"].as_array()
+        && !d.is_empty()
+    {
+        wopts.dry_run = true;
+    }
+    let opts = delete_options(body.as_ref(), query)?;
+    let (obj, deleted) = srv.registry.delete(r, ns, name, &opts, &wopts).await?;
+    if deleted {
+        let status =
+            api::status::success_status(name, &r.info.group, &r.info.plural, api::meta::uid(&obj));
+        return Ok(json_value(StatusCode::OK, &status));
+    }
+    let accept = negotiate(&headers)?;
+    object_response(r, StatusCode::OK, &obj, accept, query, &[])
+}
+
+pub(super) async fn delete_collection(
+    srv: &Arc<Server>,
+    r: &Arc<Resource>,
+    ns: Option<&str>,
+    req: Request<hyper::body::Incoming>,
+    query: &Query,
+    user: &UserInfo,
+) -> Result<Response<Body>, ApiError> {
+    let wopts = write_options(query, req.headers(), user)?;
+    let (body, _) = optional_body(req).await?;
+    let opts = delete_options(body.as_ref(), query)?;
+    let pred = {
+        let mut preds = Vec::new();
+        if let Some(p) = crate::selectors::label_predicate(query.get("labelSelector"))? {
+            preds.push(p);
+        }
+        if let Some(p) = crate::selectors::field_predicate(
+            query.get("fieldSelector"),
+            r.strategy.supported_fields(),
+        )? {
+            preds.push(p);
+        }
+        crate::selectors::all_of(preds)
+    };
+    r.cacher
+        .sync(std::time::Duration::from_secs(3))
+        .await
+        .map_err(|e| crate::registry::store_error(r, "", e))?;
+    let (items, rv) = r.cacher.list(&*pred, &r.info.list_prefix(ns));
+    let mut deleted = Vec::new();
+    for o in items {
+        match srv
+            .registry
+            .delete(
+                r,
+                (!o.namespace.is_empty()).then_some(o.namespace.as_str()),
+                &o.name,
+                &opts,
+                &wopts,
+            )
+            .await
+        {
+            Ok((obj, _)) => deleted.push(obj),
+            Err(e) if e.code == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(json_value(
+        StatusCode::OK,
+        &json!({
+            "kind": r.info.list_kind(),
+            "apiVersion": r.info.api_version(),
+            "metadata": {"resourceVersion": rv.to_string()},
+            "items": deleted,
+        }),
+    ))
+}
+
+/// POST pods/<name>/binding (and the legacy `bindings` resource): assigns a pod to a node.
+async fn bind(
+    srv: &Arc<Server>,
+    pods: &Arc<Resource>,
+    ns: Option<&str>,
+    name: &str,
+    body: Value,
+    opts: &WriteOptions,
+) -> Result<Response<Body>, ApiError> {
+    let binding_gr = GroupResource {
+        group: "",
+        resource: "bindings",
+    };
+    let pod_name = if name.is_empty() {
+        api::meta::name(&body).unwrap_or_default().to_string()
+    } else {
+        name.to_string()
+    };
+    if let Some(n) = api::meta::name(&body)
+        && n != pod_name
+    {
+        return Err(ApiError::bad_request(format!(
+            "the name of the binding ({n}) does not match the name of the pod ({pod_name})"
+        )));
+    }
+    let decoded = api::kinds::decode("", "v1", "Binding", &body)
+        .unwrap_or_else(|| {
+            Ok(api::kinds::Decoded {
+                object: body.clone(),
+                unknown_fields: Vec::new(),
+            })
+        })
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let binding = decoded.object;
+    let node = binding["target"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let target_kind = binding["target"]["kind"].as_str().unwrap_or("Node");
+    let mut errs = Vec::new();
+    if node.is_empty() {
+        errs.push(FieldError::required("target.name", ""));
+    }
+    if !target_kind.is_empty() && target_kind != "Node" {
+        errs.push(FieldError::not_supported(
+            "target.kind",
+            target_kind,
+            &["Node"],
+        ));
+    }
+    if pod_name.is_empty() {
+        errs.push(FieldError::required(
+            "metadata.name",
+            "name or generateName is required",
+        ));
+    }
+    if !errs.is_empty() {
+        return Err(ApiError::invalid("", "Binding", &pod_name, &errs));
+    }
+    let annotations = binding["metadata"]["annotations"].as_object().cloned();
+    let precondition = Precondition {
+        resource_version: api::meta::resource_version(&binding).map(str::to_string),
+        uid: api::meta::uid(&binding).map(str::to_string),
+        create_allowed: false,
+    };
+    let now = crate::registry::rfc3339(srv.registry.clock.now_ms());
+    srv.registry
+        .update_with(pods, ns, &pod_name, Some("binding"), opts, |old| {
+            let old = old.ok_or_else(|| ApiError::not_found(pods.gr(), &pod_name))?;
+            if api::meta::deletion_timestamp(old).is_some() {
+                return Err(ApiError::conflict(
+                    binding_gr,
+                    &pod_name,
+                    &format!("pod {pod_name} is being deleted, cannot be assigned to a host"),
+                ));
+            }
+            if let Some(existing) = old["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
+                return Err(ApiError::conflict(
+                    binding_gr,
+                    &pod_name,
+                    &format!("pod {pod_name} is already assigned to node {existing:?}"),
+                ));
+            }
+            let mut new = old.clone();
+            new["spec"]["nodeName"] = json!(node);
+            if let Some(a) = &annotations {
+                let m = api::meta::metadata_mut(&mut new);
+                let anns = m.entry("annotations").or_insert_with(|| json!({}));
+                if let Some(anns) = anns.as_object_mut() {
+                    for (k, v) in a {
+                        anns.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+            set_condition(&mut new, "PodScheduled", "True", &now);
+            Ok((new, Vec::new(), precondition.clone()))
+        })
+        .await
+        .map_err(|e| {
+            if e.code == 404 && e.kind() == Some("pods") {
+                ApiError::not_found(pods.gr(), &pod_name)
+            } else {
+                e
+            }
+        })?;
+    Ok(json_value(
+        StatusCode::CREATED,
+        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+    ))
+}
+
+/// Sets (or updates) a pod condition.
+fn set_condition(pod: &mut Value, kind: &str, status: &str, now: &str) {
+    if !pod["status"].is_object() {
+        pod["status"] = json!({});
+    }
+    let conds = pod["status"]
+        .as_object_mut()
+        .map(|m| m.entry("conditions").or_insert_with(|| json!([])));
+    let Some(list) = conds.and_then(Value::as_array_mut) else {
+        return;
+    };
+    match list.iter_mut().find(|c| c["type"] == kind) {
+        Some(c) => {
+            if c["status"] != status {
+                c["lastTransitionTime"] = json!(now);
+            }
+            c["status"] = json!(status);
+        }
+        None => list.push(json!({
+            "type": kind,
+            "status": status,
+            "lastProbeTime": null,
+            "lastTransitionTime": now,
+        })),
+    }
+}
+
+/// POST pods/<name>/eviction: deletes the pod unless a PodDisruptionBudget forbids it.
+async fn evict(
+    srv: &Arc<Server>,
+    pods: &Arc<Resource>,
+    ns: Option<&str>,
+    name: &str,
+    body: Value,
+    opts: &WriteOptions,
+) -> Result<Response<Body>, ApiError> {
+    if let Some(n) = api::meta::name(&body)
+        && n != name
+    {
+        return Err(ApiError::bad_request(
+            "name in URL does not match name in Eviction object",
+        ));
+    }
+    let pod = srv.registry.get(pods, ns, name).await?;
+    let terminal = matches!(
+        pod["status"]["phase"].as_str(),
+        Some("Succeeded" | "Failed")
+    );
+    if !terminal && let Some(pdbs) = srv.registry.lookup("policy", "v1", "poddisruptionbudgets") {
+        let (items, _) = pdbs.cacher.list(&|_| true, &pdbs.info.list_prefix(ns));
+        for item in items {
+            let Some(pdb) = item.value() else { continue };
+            let selects =
+                api::selector::LabelSelector::from_label_selector(&pdb["spec"]["selector"])
+                    .map(|s| !s.is_empty() && s.matches(|k| api::meta::label(&pod, k)))
+                    .unwrap_or(false);
+            if selects && pdb["status"]["disruptionsAllowed"].as_i64().unwrap_or(0) < 1 {
+                let mut e = ApiError::too_many_requests(
+                    "Cannot evict pod as it would violate the pod's disruption budget.",
+                );
+                e.push_cause(api::status::Cause {
+                    reason: "DisruptionBudget".into(),
+                    message: format!(
+                        "The disruption budget {} needs {} healthy pods and has {} currently",
+                        api::meta::name(&pdb).unwrap_or_default(),
+                        pdb["status"]["desiredHealthy"].as_i64().unwrap_or(0),
+                        pdb["status"]["currentHealthy"].as_i64().unwrap_or(0)
+                    ),
+                    field: String::new(),
+                });
+                return Err(e);
+            }
+        }
+    }
+    let del = delete_options(body.get("deleteOptions"), &Query::default())?;
+    srv.registry.delete(pods, ns, name, &del, opts).await?;
+    Ok(json_value(
+        StatusCode::CREATED,
+        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+    ))
+}

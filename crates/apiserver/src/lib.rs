@@ -1,0 +1,286 @@
+//! rkube's Kubernetes API server.
+//!
+//! The handler chain of upstream's kube-apiserver, in order: TLS and authentication
+//! ([`authn`]), request info ([`requestinfo`]), routing ([`handlers`]) to discovery
+//! ([`discovery`]), OpenAPI ([`openapi`]) or the generic registry ([`registry`]) that serves
+//! every resource over the store through a watch cache per resource.
+
+pub mod authn;
+mod crds;
+pub mod discovery;
+mod fieldmgr;
+pub mod handlers;
+pub mod http;
+pub mod metrics;
+pub mod openapi;
+pub mod pki;
+pub mod registry;
+pub mod requestinfo;
+mod selectors;
+pub mod server;
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde_json::json;
+use store::{Backend, Clock};
+
+pub use handlers::Server;
+pub use pki::Pki;
+pub use registry::Registry;
+
+/// Errors that stop the server from starting.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("certificates: {0}")]
+    Pki(String),
+    #[error("TLS: {0}")]
+    Tls(String),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("datastore: {0}")]
+    Store(#[from] store::StoreError),
+    #[error("{0}")]
+    Config(String),
+}
+
+/// How the API server runs.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub data_dir: PathBuf,
+    pub bind_address: IpAddr,
+    pub https_port: u16,
+    /// Extra names and addresses for the serving certificate.
+    pub tls_san: Vec<String>,
+    pub service_cluster_ip_range: String,
+    /// `--event-ttl` (upstream default 1 h).
+    pub event_ttl: Duration,
+    /// `--etcd-compaction-interval` (upstream default 5 min; 0 disables).
+    pub compaction_interval: Duration,
+    /// `--request-timeout` (upstream default 60 s).
+    pub request_timeout: Duration,
+    /// `--min-request-timeout` (upstream default 1800 s): watches last 1–2× this.
+    pub min_request_timeout: Duration,
+}
+
+impl Config {
+    pub fn new(data_dir: impl Into<PathBuf>) -> Config {
+        Config {
+            data_dir: data_dir.into(),
+            bind_address: IpAddr::from([0, 0, 0, 0]),
+            https_port: 6443,
+            tls_san: Vec::new(),
+            service_cluster_ip_range: "10.43.0.0/16".into(),
+            event_ttl: Duration::from_secs(3600),
+            compaction_interval: Duration::from_secs(300),
+            request_timeout: Duration::from_secs(60),
+            min_request_timeout: Duration::from_secs(1800),
+        }
+    }
+}
+
+/// A running API server.
+pub struct Running {
+    pub addr: SocketAddr,
+    pub url: String,
+    pub pki: Pki,
+    pub server: Arc<Server>,
+    pub kubeconfig: PathBuf,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+    _compactor: Option<store::CompactorHandle>,
+}
+
+impl Running {
+    /// Stops accepting connections and waits for the listener to close.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.task.take() {
+            let _ = t.await;
+        }
+    }
+}
+
+/// The first address of the service range (the `kubernetes` service's ClusterIP).
+fn first_service_ip(range: &str) -> Option<IpAddr> {
+    let (base, _) = range.split_once('/')?;
+    match base.parse::<IpAddr>().ok()? {
+        IpAddr::V4(v4) => Some(IpAddr::V4(std::net::Ipv4Addr::from(u32::from(v4) + 1))),
+        IpAddr::V6(v6) => Some(IpAddr::V6(std::net::Ipv6Addr::from(u128::from(v6) + 1))),
+    }
+}
+
+/// Starts the API server on `store`.
+pub async fn start(
+    config: Config,
+    store: Arc<dyn Backend>,
+    clock: Arc<dyn Clock>,
+) -> Result<Running, Error> {
+    std::fs::create_dir_all(&config.data_dir)
+        .map_err(|e| Error::Config(format!("{}: {e}", config.data_dir.display())))?;
+    let sans = pki::serving_sans(
+        &config.tls_san,
+        first_service_ip(&config.service_cluster_ip_range),
+    );
+    let pki = Pki::ensure(&config.data_dir, &sans)?;
+    let client_roots = server::load_roots(&pki.client_ca_cert)?;
+    let tls = server::tls_config(&pki.serving_cert, &pki.serving_key, &client_roots)?;
+    let x509 = authn::X509Authenticator::new(Arc::new(client_roots))?;
+
+    let addr = SocketAddr::new(config.bind_address, config.https_port);
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| Error::Listen { addr, source })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|source| Error::Listen { addr, source })?;
+    let host = if config.bind_address.is_unspecified() {
+        IpAddr::from([127, 0, 0, 1])
+    } else {
+        config.bind_address
+    };
+    let url = match host {
+        IpAddr::V6(v6) => format!("https://[{v6}]:{}", addr.port()),
+        IpAddr::V4(v4) => format!("https://{v4}:{}", addr.port()),
+    };
+
+    let service_range = registry::services::Cidr::parse(&config.service_cluster_ip_range)
+        .map_err(|e| Error::Config(format!("--service-cluster-ip-range: {e}")))?;
+    let advertise = if config.bind_address.is_unspecified() {
+        if_addrs::get_if_addrs()
+            .ok()
+            .and_then(|ifs| {
+                ifs.into_iter()
+                    .find(|i| !i.is_loopback() && i.ip().is_ipv4())
+                    .map(|i| i.ip())
+            })
+            .unwrap_or(host)
+    } else {
+        config.bind_address
+    };
+    let registry = Registry::new(
+        Arc::clone(&store),
+        clock,
+        config.event_ttl,
+        service_range,
+        (advertise.to_string(), addr.port()),
+    );
+    let srv = Arc::new(Server {
+        registry: Arc::clone(&registry),
+        x509,
+        server_address: format!("{host}:{}", addr.port()),
+        metrics: metrics::Metrics::default(),
+        openapi: openapi::OpenApi::default(),
+        ready: std::sync::atomic::AtomicBool::new(false),
+        request_timeout: config.request_timeout,
+        min_request_timeout: config.min_request_timeout,
+    });
+
+    let kubeconfig = config.data_dir.join("admin.kubeconfig");
+    pki.write_admin_kubeconfig(&kubeconfig, &url)?;
+
+    let (shutdown, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(server::serve(listener, tls, Arc::clone(&srv), async move {
+        let _ = stopped.await;
+    }));
+    bootstrap(&registry).await;
+    tokio::spawn(crds::run(Arc::clone(&registry)));
+    srv.ready.store(true, Ordering::SeqCst);
+    let compactor = (!config.compaction_interval.is_zero())
+        .then(|| store::spawn_compactor(Arc::clone(&store), config.compaction_interval));
+    tracing::info!(%url, kubeconfig = %kubeconfig.display(), "API server ready");
+    Ok(Running {
+        addr,
+        url,
+        pki,
+        server: srv,
+        kubeconfig,
+        shutdown: Some(shutdown),
+        task: Some(task),
+        _compactor: compactor,
+    })
+}
+
+/// The `default/kubernetes` Service (the first service IP, port 443) and its endpoints,
+/// pointing at this server, as upstream's apiserver maintains them.
+async fn kubernetes_service(registry: &Arc<Registry>, system: &registry::WriteOptions) {
+    let ip = registry.service_range.nth(1).to_string();
+    let advertise = registry.advertise.clone();
+    let port = registry.advertise_port;
+    if let Some(svc) = registry.lookup("", "v1", "services") {
+        let body = json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"component": "apiserver", "provider": "kubernetes"}},
+            "spec": {
+                "type": "ClusterIP", "clusterIP": ip, "sessionAffinity": "None",
+                "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}],
+            },
+        });
+        match registry.create(&svc, Some("default"), body, system).await {
+            Ok(_) | Err(api::ApiError { code: 409, .. }) => {}
+            Err(e) => tracing::warn!(error = %e, "cannot create the kubernetes service"),
+        }
+    }
+    if let Some(eps) = registry.lookup("", "v1", "endpoints") {
+        let body = json!({
+            "apiVersion": "v1", "kind": "Endpoints",
+            "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
+            "subsets": [{"addresses": [{"ip": advertise}], "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}],
+        });
+        match registry
+            .create(&eps, Some("default"), body.clone(), system)
+            .await
+        {
+            Ok(_) => {}
+            Err(api::ApiError { code: 409, .. }) => {
+                let _ = registry
+                    .replace(&eps, Some("default"), "kubernetes", None, body, system)
+                    .await;
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot create the kubernetes endpoints"),
+        }
+    }
+}
+
+/// Creates what every cluster has from the start (upstream's system namespaces), and waits
+/// for the watch caches.
+async fn bootstrap(registry: &Arc<Registry>) {
+    let system = registry::WriteOptions {
+        user: authn::UserInfo {
+            name: "system:apiserver".into(),
+            uid: String::new(),
+            groups: vec!["system:masters".into()],
+        },
+        user_agent: "rkube-apiserver".into(),
+        dry_run: false,
+        field_manager: Some("kube-apiserver".into()),
+        field_validation: registry::FieldValidation::Strict,
+        apply: false,
+    };
+    if let Some(ns) = registry.lookup("", "v1", "namespaces") {
+        for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+            match registry.create(&ns, None, body, &system).await {
+                Ok(_) => tracing::info!(namespace = name, "created"),
+                Err(e) if e.code == 409 => {}
+                Err(e) => {
+                    tracing::warn!(namespace = name, error = %e, "cannot create system namespace")
+                }
+            }
+        }
+    }
+    kubernetes_service(registry, &system).await;
+    for r in registry.all().iter() {
+        if !r.info.storage_prefix.is_empty() {
+            let _ = r.cacher.wait_for(1, Duration::from_secs(10)).await;
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! `/metrics`: Prometheus text with upstream's request metrics.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use api::catalog::ResourceInfo;
+
+use crate::registry::Registry;
+use crate::requestinfo::RequestInfo;
+
+/// Upstream's `apiserver_request_duration_seconds` buckets.
+const BUCKETS: &[f64] = &[
+    0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0,
+    10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
+];
+
+#[derive(Default)]
+struct Histogram {
+    counts: Vec<u64>,
+    sum: f64,
+    count: u64,
+}
+
+/// (verb, group, version, resource, subresource, scope).
+type RequestKey = (String, String, String, String, String, String);
+
+#[derive(Default)]
+struct Inner {
+    /// (request key, code) → count.
+    requests: BTreeMap<(RequestKey, u16), u64>,
+    /// request key → latency.
+    durations: BTreeMap<RequestKey, Histogram>,
+    /// (group, version, kind) → open watches.
+    watches: BTreeMap<(String, String, String), i64>,
+}
+
+/// Request counters and latency histograms.
+#[derive(Default)]
+pub struct Metrics {
+    inner: Mutex<Inner>,
+}
+
+fn scope(info: &RequestInfo) -> &'static str {
+    if !info.is_resource_request {
+        ""
+    } else if !info.name.is_empty() {
+        "resource"
+    } else if !info.namespace.is_empty() {
+        "namespace"
+    } else {
+        "cluster"
+    }
+}
+
+/// Upstream reports verbs in upper case, with WATCH and LIST distinguished.
+fn verb(info: &RequestInfo) -> String {
+    info.verb.to_ascii_uppercase()
+}
+
+impl Metrics {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        match self.inner.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    pub fn observe(&self, info: &RequestInfo, code: u16, elapsed: Duration) {
+        let key: RequestKey = (
+            verb(info),
+            info.api_group.clone(),
+            info.api_version.clone(),
+            info.resource.clone(),
+            info.subresource.clone(),
+            scope(info).to_string(),
+        );
+        let mut inner = self.lock();
+        *inner.requests.entry((key.clone(), code)).or_default() += 1;
+        if info.verb != "watch" {
+            let h = inner.durations.entry(key).or_default();
+            if h.counts.is_empty() {
+                h.counts = vec![0; BUCKETS.len()];
+            }
+            let secs = elapsed.as_secs_f64();
+            for (i, b) in BUCKETS.iter().enumerate() {
+                if secs <= *b {
+                    h.counts[i] += 1;
+                }
+            }
+            h.sum += secs;
+            h.count += 1;
+        }
+    }
+
+    pub fn watch_started(&self, info: &ResourceInfo) {
+        *self
+            .lock()
+            .watches
+            .entry((info.group.clone(), info.version.clone(), info.kind.clone()))
+            .or_default() += 1;
+    }
+
+    pub fn watch_ended(&self, info: &ResourceInfo) {
+        *self
+            .lock()
+            .watches
+            .entry((info.group.clone(), info.version.clone(), info.kind.clone()))
+            .or_default() -= 1;
+    }
+
+    /// The exposition text.
+    pub fn render(&self, registry: &Registry) -> String {
+        let inner = self.lock();
+        let mut out = String::new();
+        out.push_str("# HELP apiserver_request_total Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.\n# TYPE apiserver_request_total counter\n");
+        for (((verb, group, version, resource, sub, scope), code), n) in &inner.requests {
+            out.push_str(&format!(
+                "apiserver_request_total{{code=\"{code}\",component=\"apiserver\",dry_run=\"\",group=\"{group}\",resource=\"{resource}\",scope=\"{scope}\",subresource=\"{sub}\",verb=\"{verb}\",version=\"{version}\"}} {n}\n"
+            ));
+        }
+        out.push_str("# HELP apiserver_request_duration_seconds Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.\n# TYPE apiserver_request_duration_seconds histogram\n");
+        for ((verb, group, version, resource, sub, scope), h) in &inner.durations {
+            let labels = format!(
+                "component=\"apiserver\",dry_run=\"\",group=\"{group}\",resource=\"{resource}\",scope=\"{scope}\",subresource=\"{sub}\",verb=\"{verb}\",version=\"{version}\""
+            );
+            for (i, b) in BUCKETS.iter().enumerate() {
+                out.push_str(&format!(
+                    "apiserver_request_duration_seconds_bucket{{{labels},le=\"{b}\"}} {}\n",
+                    h.counts.get(i).copied().unwrap_or(0)
+                ));
+            }
+            out.push_str(&format!(
+                "apiserver_request_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {}\n",
+                h.count
+            ));
+            out.push_str(&format!(
+                "apiserver_request_duration_seconds_sum{{{labels}}} {}\n",
+                h.sum
+            ));
+            out.push_str(&format!(
+                "apiserver_request_duration_seconds_count{{{labels}}} {}\n",
+                h.count
+            ));
+        }
+        out.push_str("# HELP apiserver_longrunning_requests Gauge of all active long-running apiserver requests broken out by verb, group, version, resource, scope and component.\n# TYPE apiserver_longrunning_requests gauge\n");
+        out.push_str("# HELP apiserver_registered_watchers Number of currently registered watchers for a given resources\n# TYPE apiserver_registered_watchers gauge\n");
+        for ((group, version, kind), n) in &inner.watches {
+            out.push_str(&format!(
+                "apiserver_registered_watchers{{group=\"{group}\",kind=\"{kind}\",version=\"{version}\"}} {n}\n"
+            ));
+        }
+        drop(inner);
+        out.push_str("# HELP apiserver_storage_objects Number of stored objects at the time of last check split by kind.\n# TYPE apiserver_storage_objects gauge\n");
+        let mut seen = std::collections::HashSet::new();
+        for r in registry.all().iter() {
+            if r.info.storage_prefix.is_empty() || !seen.insert(r.info.storage_prefix.clone()) {
+                continue;
+            }
+            out.push_str(&format!(
+                "apiserver_storage_objects{{resource=\"{}\"}} {}\n",
+                r.info.qualified_resource(),
+                r.cacher.object_count()
+            ));
+        }
+        out
+    }
+}

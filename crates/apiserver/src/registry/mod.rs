@@ -1,0 +1,1078 @@
+//! The generic registry: every resource, built-in or custom, is served by the same code over
+//! the store, with a small [`Strategy`] per resource for what differs.
+//!
+//! Objects are JSON values in the working form; the store holds them as JSON without
+//! `metadata.resourceVersion` (the store revision is the resource version).
+
+pub mod cache;
+pub mod convert;
+pub mod custom;
+mod metacheck;
+pub mod services;
+pub mod stored;
+pub mod strategy;
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use api::catalog::ResourceInfo;
+use api::status::GroupResource;
+use api::{ApiError, FieldError};
+use bytes::Bytes;
+use serde_json::{Value, json};
+use store::{Backend, Clock, StoreError};
+
+pub use cache::{CachedObject, Cacher, EventType, Predicate, WatchMsg};
+pub use strategy::Strategy;
+
+use crate::authn::UserInfo;
+
+/// How unknown and duplicate fields are treated (`fieldValidation`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldValidation {
+    Ignore,
+    Warn,
+    Strict,
+}
+
+impl FieldValidation {
+    pub fn parse(v: Option<&str>) -> Result<Self, ApiError> {
+        match v {
+            None | Some("") | Some("Warn") => Ok(FieldValidation::Warn),
+            Some("Strict") => Ok(FieldValidation::Strict),
+            Some("Ignore") => Ok(FieldValidation::Ignore),
+            Some(other) => Err(ApiError::bad_request(format!(
+                "fieldValidation parameter unsupported: {other}; valid values are Ignore, Warn, Strict"
+            ))),
+        }
+    }
+}
+
+/// Who writes and how.
+#[derive(Clone, Debug)]
+pub struct WriteOptions {
+    pub user: UserInfo,
+    pub user_agent: String,
+    pub dry_run: bool,
+    pub field_manager: Option<String>,
+    pub field_validation: FieldValidation,
+    /// A server-side apply: managed fields are computed by the apply itself.
+    pub apply: bool,
+}
+
+/// A served resource.
+pub struct Resource {
+    pub info: ResourceInfo,
+    pub strategy: Arc<dyn Strategy>,
+    pub cacher: Arc<Cacher>,
+    /// Table columns of a custom resource (from its CRD's additionalPrinterColumns).
+    pub columns: Option<printers::CustomColumns>,
+}
+
+impl Resource {
+    pub fn gr(&self) -> GroupResource<'_> {
+        GroupResource {
+            group: &self.info.group,
+            resource: &self.info.plural,
+        }
+    }
+
+    pub fn has_status(&self) -> bool {
+        self.info.subresource("status").is_some()
+    }
+}
+
+/// The result of a write.
+#[derive(Debug)]
+pub struct Written {
+    pub object: Value,
+    pub warnings: Vec<String>,
+    /// A create (201) rather than an update (200).
+    pub created: bool,
+}
+
+/// Every served resource.
+pub struct Registry {
+    pub store: Arc<dyn Backend>,
+    pub clock: Arc<dyn Clock>,
+    resources: RwLock<Arc<Vec<Arc<Resource>>>>,
+    cachers: std::sync::Mutex<HashMap<String, Arc<Cacher>>>,
+    event_ttl: Duration,
+    pub service_range: services::Cidr,
+    /// Bumped whenever the set of served resources changes (CRDs).
+    generation: std::sync::atomic::AtomicU64,
+    /// The schemas of the custom resources served now.
+    custom_schemas: RwLock<Vec<api::schema::CustomResourceVersion>>,
+    /// The address and port other hosts and pods reach this API server at.
+    pub advertise: String,
+    pub advertise_port: u16,
+}
+
+/// An API error for a store error about object `name` of `r`.
+pub fn store_error(r: &Resource, name: &str, e: StoreError) -> ApiError {
+    match e {
+        StoreError::NotFound { .. } => ApiError::not_found(r.gr(), name),
+        StoreError::AlreadyExists { .. } => ApiError::already_exists(r.gr(), name),
+        StoreError::Conflict { .. } => ApiError::conflict(r.gr(), name, ApiError::MODIFIED),
+        StoreError::Compacted {
+            requested,
+            compacted,
+            ..
+        } => ApiError::gone(format!(
+            "too old resource version: {requested} ({compacted})"
+        )),
+        StoreError::FutureRevision { requested, current } => {
+            let mut e = ApiError::timeout(format!(
+                "Too large resource version: {requested}, current: {current}"
+            ));
+            e.push_cause(api::status::Cause {
+                reason: "ResourceVersionTooLarge".into(),
+                message: "Too large resource version".into(),
+                field: String::new(),
+            });
+            e
+        }
+        StoreError::TooLarge { .. } => ApiError::too_large(store::MAX_VALUE_BYTES),
+        StoreError::InvalidKey { reason, .. } => {
+            ApiError::bad_request(format!("invalid name: {reason}"))
+        }
+        StoreError::Unavailable(m) => ApiError::unavailable(m),
+        StoreError::Internal(m) => ApiError::internal(m),
+    }
+}
+
+/// Upstream's `metav1.Now()` rendering: RFC 3339, seconds, UTC.
+pub fn rfc3339(ms: i64) -> String {
+    jiff::Timestamp::from_millisecond(ms)
+        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_string())
+}
+
+const GENERATE_NAME_CHARS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+/// `prefix` plus five random characters, as upstream's name generator.
+pub fn generate_name(prefix: &str) -> String {
+    let base: String = prefix.chars().take(63 - 5).collect();
+    let id = uuid::Uuid::new_v4();
+    let suffix: String = id
+        .as_bytes()
+        .iter()
+        .take(5)
+        .map(|b| GENERATE_NAME_CHARS[usize::from(*b) % GENERATE_NAME_CHARS.len()] as char)
+        .collect();
+    format!("{base}{suffix}")
+}
+
+impl Registry {
+    pub fn new(
+        store: Arc<dyn Backend>,
+        clock: Arc<dyn Clock>,
+        event_ttl: Duration,
+        service_range: services::Cidr,
+        advertise: (String, u16),
+    ) -> Arc<Registry> {
+        let reg = Arc::new(Registry {
+            store,
+            clock,
+            resources: RwLock::new(Arc::new(Vec::new())),
+            cachers: std::sync::Mutex::new(HashMap::new()),
+            event_ttl,
+            service_range,
+            generation: std::sync::atomic::AtomicU64::new(0),
+            custom_schemas: RwLock::new(Vec::new()),
+            advertise: advertise.0,
+            advertise_port: advertise.1,
+        });
+        let builtin: Vec<Arc<Resource>> = api::catalog::builtin()
+            .into_iter()
+            .map(|info| {
+                let strategy: Arc<dyn Strategy> =
+                    Arc::from(strategy::builtin_for(&info, reg.event_ttl));
+                reg.make_resource(info, strategy, None)
+            })
+            .collect();
+        if let Ok(mut r) = reg.resources.write() {
+            *r = Arc::new(builtin);
+        }
+        reg
+    }
+
+    fn make_resource(
+        &self,
+        info: ResourceInfo,
+        strategy: Arc<dyn Strategy>,
+        columns: Option<printers::CustomColumns>,
+    ) -> Arc<Resource> {
+        let prefix = format!("{}/", info.storage_prefix);
+        let cacher = {
+            let mut cachers = match self.cachers.lock() {
+                Ok(g) => g,
+                Err(p) => p.into_inner(),
+            };
+            Arc::clone(cachers.entry(prefix.clone()).or_insert_with(|| {
+                let s = Arc::clone(&strategy);
+                Cacher::start(
+                    Arc::clone(&self.store),
+                    prefix,
+                    Arc::new(move |v: &Value| s.fields(v)),
+                )
+            }))
+        };
+        Arc::new(Resource {
+            info,
+            strategy,
+            cacher,
+            columns,
+        })
+    }
+
+    /// Every served resource (a snapshot).
+    pub fn all(&self) -> Arc<Vec<Arc<Resource>>> {
+        match self.resources.read() {
+            Ok(r) => Arc::clone(&r),
+            Err(p) => Arc::clone(&p.into_inner()),
+        }
+    }
+
+    pub fn lookup(&self, group: &str, version: &str, plural: &str) -> Option<Arc<Resource>> {
+        self.all()
+            .iter()
+            .find(|r| r.info.group == group && r.info.version == version && r.info.plural == plural)
+            .cloned()
+    }
+
+    /// The resource serving `group/version kind`.
+    pub fn by_kind(&self, group: &str, version: &str, kind: &str) -> Option<Arc<Resource>> {
+        self.all()
+            .iter()
+            .find(|r| r.info.group == group && r.info.version == version && r.info.kind == kind)
+            .cloned()
+    }
+
+    /// A counter that changes whenever the served resources change.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The schemas of the served custom resources (for OpenAPI).
+    pub fn custom_schemas(&self) -> Vec<api::schema::CustomResourceVersion> {
+        match self.custom_schemas.read() {
+            Ok(g) => g.clone(),
+            Err(p) => p.into_inner().clone(),
+        }
+    }
+
+    /// Replaces the custom resources (from CustomResourceDefinitions) and their schemas.
+    pub fn set_custom(
+        &self,
+        custom: Vec<custom::CustomResource>,
+        schemas: Vec<api::schema::CustomResourceVersion>,
+    ) {
+        let before: Vec<ResourceInfo> = self.all().iter().map(|r| r.info.clone()).collect();
+        let mut list: Vec<Arc<Resource>> = self
+            .all()
+            .iter()
+            .filter(|r| {
+                api::kinds::is_builtin(&r.info.group, &r.info.version, &r.info.kind)
+                    || r.info.plural == "bindings"
+            })
+            .cloned()
+            .collect();
+        for c in custom {
+            // Keep the existing resource (and its cache) when nothing changed.
+            let same = self.all().iter().find(|r| r.info == c.info).cloned();
+            list.push(match same {
+                Some(r) => r,
+                None => self.make_resource(c.info, c.strategy, Some(c.columns)),
+            });
+        }
+        let changed =
+            before.len() != list.len() || before.iter().zip(list.iter()).any(|(a, b)| *a != b.info);
+        if let Ok(mut r) = self.resources.write() {
+            *r = Arc::new(list);
+        }
+        if let Ok(mut s) = self.custom_schemas.write()
+            && *s != schemas
+        {
+            *s = schemas;
+            self.generation
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            return;
+        }
+        if changed {
+            self.generation
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    fn now(&self) -> String {
+        rfc3339(self.clock.now_ms())
+    }
+
+    // ----- reads -----
+
+    /// The current object, straight from the store.
+    pub async fn get(&self, r: &Resource, ns: Option<&str>, name: &str) -> Result<Value, ApiError> {
+        let key = r.info.key(ns, name);
+        let kv = self
+            .store
+            .get(&key)
+            .await
+            .map_err(|e| store_error(r, name, e))?
+            .ok_or_else(|| ApiError::not_found(r.gr(), name))?;
+        let obj = stored::decode_stored(&kv.value, kv.mod_revision)
+            .ok_or_else(|| ApiError::internal(format!("stored object {key} is not valid JSON")))?;
+        Ok(convert::from_storage(&r.info, obj))
+    }
+
+    // ----- writes -----
+
+    fn check_type_meta(&self, r: &Resource, obj: &Value) -> Result<(), ApiError> {
+        let (api_version, kind) = api::meta::type_meta(obj);
+        let expected = r.info.api_version();
+        match kind {
+            None | Some("") => {
+                return Err(ApiError::bad_request(format!(
+                    "Object 'Kind' is missing in '{}'",
+                    truncate(&obj.to_string(), 256)
+                )));
+            }
+            Some(k) if k != r.info.kind => {
+                return Err(ApiError::bad_request(format!(
+                    "the kind in the body ({k}) does not match the expected kind ({})",
+                    r.info.kind
+                )));
+            }
+            _ => {}
+        }
+        match api_version {
+            None | Some("") => Err(ApiError::bad_request(format!(
+                "Object 'apiVersion' is missing in '{}'",
+                truncate(&obj.to_string(), 256)
+            ))),
+            Some(v) if v != expected => Err(ApiError::bad_request(format!(
+                "the API version in the data ({v}) does not match the expected API version ({expected})"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    fn check_namespace(r: &Resource, ns: Option<&str>, obj: &mut Value) -> Result<(), ApiError> {
+        match (r.info.namespaced, ns, api::meta::namespace(obj)) {
+            (true, Some(url), Some(body)) if url != body => Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            )),
+            (true, Some(url), None) => {
+                api::meta::set_str(obj, "namespace", url);
+                Ok(())
+            }
+            (false, _, Some(_)) => {
+                api::meta::remove(obj, "namespace");
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Decoding with unknown-field handling per `fieldValidation`.
+    fn decode(
+        &self,
+        r: &Resource,
+        obj: &Value,
+        fv: FieldValidation,
+    ) -> Result<(Value, Vec<String>), ApiError> {
+        let decoded = r.strategy.decode(&r.info, obj)?;
+        let mut warnings = Vec::new();
+        if !decoded.unknown_fields.is_empty() {
+            match fv {
+                FieldValidation::Strict => {
+                    let list: Vec<String> = decoded
+                        .unknown_fields
+                        .iter()
+                        .map(|f| format!("unknown field \"{f}\""))
+                        .collect();
+                    return Err(ApiError::bad_request(format!(
+                        "{} in version \"{}\" cannot be handled as a {}: strict decoding error: {}",
+                        r.info.kind,
+                        r.info.version,
+                        r.info.kind,
+                        list.join(", ")
+                    )));
+                }
+                FieldValidation::Warn => {
+                    warnings.extend(
+                        decoded
+                            .unknown_fields
+                            .iter()
+                            .map(|f| format!("unknown field \"{f}\"")),
+                    );
+                }
+                FieldValidation::Ignore => {}
+            }
+        }
+        Ok((decoded.object, warnings))
+    }
+
+    async fn check_namespace_exists(&self, r: &Resource, ns: Option<&str>) -> Result<(), ApiError> {
+        let Some(ns) = ns.filter(|_| r.info.namespaced) else {
+            return Ok(());
+        };
+        let ns_res = GroupResource {
+            group: "",
+            resource: "namespaces",
+        };
+        let kv = self
+            .store
+            .get(&format!("/registry/namespaces/{ns}"))
+            .await
+            .map_err(ApiError::internal)?
+            .ok_or_else(|| ApiError::not_found(ns_res, ns))?;
+        let terminating = serde_json::from_slice::<Value>(&kv.value)
+            .ok()
+            .is_some_and(|v| {
+                api::meta::deletion_timestamp(&v).is_some() || v["status"]["phase"] == "Terminating"
+            });
+        if terminating {
+            return Err(ApiError::forbidden(
+                r.gr(),
+                "",
+                &format!(
+                    "unable to create new content in namespace {ns} because it is being terminated"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn invalid(r: &Resource, name: &str, errs: &[FieldError]) -> ApiError {
+        ApiError::invalid(&r.info.group, &r.info.kind, name, errs)
+    }
+
+    /// POST: creates an object.
+    pub async fn create(
+        &self,
+        r: &Resource,
+        ns: Option<&str>,
+        body: Value,
+        opts: &WriteOptions,
+    ) -> Result<Written, ApiError> {
+        if !body.is_object() {
+            return Err(ApiError::bad_request(
+                "the body of the request must be a JSON object",
+            ));
+        }
+        self.check_type_meta(r, &body)?;
+        let (mut obj, warnings) = self.decode(r, &body, opts.field_validation)?;
+        Self::check_namespace(r, ns, &mut obj)?;
+        r.strategy.default(&r.info, &mut obj);
+
+        if api::meta::name(&obj).is_none()
+            && let Some(prefix) = api::meta::generate_name(&obj).map(str::to_string)
+        {
+            api::meta::set_str(&mut obj, "name", generate_name(&prefix));
+        }
+        {
+            let m = api::meta::metadata_mut(&mut obj);
+            for f in [
+                "resourceVersion",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "selfLink",
+            ] {
+                m.remove(f);
+            }
+            m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+            m.insert("creationTimestamp".into(), json!(self.now()));
+            m.insert("generation".into(), json!(1));
+        }
+        if r.has_status()
+            && let Some(m) = obj.as_object_mut()
+        {
+            m.remove("status");
+        }
+        r.strategy.prepare_for_create(&r.info, &mut obj);
+
+        let name = api::meta::name(&obj).unwrap_or_default().to_string();
+        let mut errs = metacheck::object_meta(r, &obj);
+        errs.extend(r.strategy.validate(&r.info, &obj));
+        if !errs.is_empty() {
+            return Err(Self::invalid(r, &name, &errs));
+        }
+        self.check_namespace_exists(r, api::meta::namespace(&obj))
+            .await?;
+        crate::fieldmgr::track_create(r, &mut obj, opts, self);
+
+        if opts.dry_run {
+            return Ok(Written {
+                object: obj,
+                warnings,
+                created: true,
+            });
+        }
+        let key = r.info.key(api::meta::namespace(&obj), &name);
+        let claimed = if is_service(r) {
+            services::allocate(&*self.store, &self.service_range, &mut obj).await?
+        } else {
+            Vec::new()
+        };
+        let bytes = stored::encode_for_store(&convert::to_storage(&r.info, obj.clone()));
+        let ttl = r.strategy.ttl();
+        let kv = match self.store.create(&key, Bytes::from(bytes), ttl).await {
+            Ok(kv) => kv,
+            Err(e) => {
+                if !claimed.is_empty() {
+                    services::release(&*self.store, &obj).await;
+                }
+                return Err(store_error(r, &name, e));
+            }
+        };
+        api::meta::set_str(&mut obj, "resourceVersion", kv.mod_revision.to_string());
+        Ok(Written {
+            object: obj,
+            warnings,
+            created: true,
+        })
+    }
+
+    /// Finishes an update computed by `mutate` from the current object: validation,
+    /// generation, managed fields, compare-and-swap (retried when the client gave no
+    /// resourceVersion), and the final removal of objects whose last finalizer is gone.
+    ///
+    /// `mutate` gets the current object (`None` when it does not exist) and returns the new
+    /// one plus warnings; it may be called again after a conflict.
+    pub async fn update_with<F>(
+        &self,
+        r: &Resource,
+        ns: Option<&str>,
+        name: &str,
+        subresource: Option<&str>,
+        opts: &WriteOptions,
+        mut mutate: F,
+    ) -> Result<Written, ApiError>
+    where
+        F: FnMut(Option<&Value>) -> Result<(Value, Vec<String>, Precondition), ApiError>,
+    {
+        let key = r.info.key(ns, name);
+        for _attempt in 0..16 {
+            let current = self
+                .store
+                .get(&key)
+                .await
+                .map_err(|e| store_error(r, name, e))?;
+            let old = match &current {
+                Some(kv) => Some(convert::from_storage(
+                    &r.info,
+                    stored::decode_stored(&kv.value, kv.mod_revision).ok_or_else(|| {
+                        ApiError::internal(format!("stored object {key} is not valid JSON"))
+                    })?,
+                )),
+                None => None,
+            };
+            let (new, warnings, precondition) = mutate(old.as_ref())?;
+            let outcome = match (&old, &current) {
+                (None, _) => {
+                    if !r.strategy.allow_create_on_update() && !precondition.create_allowed {
+                        return Err(ApiError::not_found(r.gr(), name));
+                    }
+                    if subresource.is_some() {
+                        return Err(ApiError::not_found(r.gr(), name));
+                    }
+                    let mut w = self.create(r, ns, new, opts).await?;
+                    w.warnings.splice(0..0, warnings);
+                    return Ok(w);
+                }
+                (Some(old), Some(kv)) => {
+                    self.finish_update(
+                        r,
+                        name,
+                        subresource,
+                        opts,
+                        old.clone(),
+                        new,
+                        kv.mod_revision,
+                        &precondition,
+                    )
+                    .await
+                }
+                (Some(_), None) => return Err(ApiError::internal("inconsistent read")),
+            };
+            match outcome {
+                Err(Retry::Conflict) if precondition.resource_version.is_none() => continue,
+                Err(Retry::Conflict) => {
+                    return Err(ApiError::conflict(r.gr(), name, ApiError::MODIFIED));
+                }
+                Err(Retry::Fail(e)) => return Err(e),
+                Ok(mut w) => {
+                    w.warnings.splice(0..0, warnings);
+                    return Ok(w);
+                }
+            }
+        }
+        Err(ApiError::conflict(r.gr(), name, ApiError::MODIFIED))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn finish_update(
+        &self,
+        r: &Resource,
+        name: &str,
+        subresource: Option<&str>,
+        opts: &WriteOptions,
+        old: Value,
+        mut new: Value,
+        current_rev: i64,
+        precondition: &Precondition,
+    ) -> Result<Written, Retry> {
+        if let Some(rv) = &precondition.resource_version
+            && rv.parse::<i64>().ok() != Some(current_rev)
+        {
+            return Err(Retry::Conflict);
+        }
+        if let Some(uid) = &precondition.uid
+            && api::meta::uid(&old) != Some(uid.as_str())
+        {
+            return Err(Retry::Fail(ApiError::conflict(
+                r.gr(),
+                name,
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    api::meta::uid(&old).unwrap_or_default()
+                ),
+            )));
+        }
+        // Fields the client cannot change.
+        {
+            let old_meta = api::meta::metadata(&old).cloned().unwrap_or_default();
+            let m = api::meta::metadata_mut(&mut new);
+            for f in [
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+                "selfLink",
+            ] {
+                match old_meta.get(f) {
+                    Some(v) => {
+                        m.insert(f.to_string(), v.clone());
+                    }
+                    None => {
+                        m.remove(f);
+                    }
+                }
+            }
+            m.insert("resourceVersion".into(), json!(current_rev.to_string()));
+        }
+        match subresource {
+            Some("status") => {
+                // Only status changes through the status subresource (and the metadata
+                // upstream lets it touch: labels, annotations, finalizers stay as they were).
+                let status = new.get("status").cloned();
+                let mut merged = old.clone();
+                if let Some(m) = merged.as_object_mut() {
+                    match status {
+                        Some(s) => {
+                            m.insert("status".into(), s);
+                        }
+                        None => {
+                            m.remove("status");
+                        }
+                    }
+                }
+                new = merged;
+            }
+            Some(_) => {}
+            None => {
+                if r.has_status()
+                    && let Some(m) = new.as_object_mut()
+                {
+                    match old.get("status") {
+                        Some(s) => {
+                            m.insert("status".into(), s.clone());
+                        }
+                        None => {
+                            m.remove("status");
+                        }
+                    }
+                }
+                r.strategy.prepare_for_update(&r.info, &mut new, &old);
+                if spec_changed(&old, &new) {
+                    let g = api::meta::generation(&old) + 1;
+                    api::meta::metadata_mut(&mut new).insert("generation".into(), json!(g));
+                }
+            }
+        }
+        // Once deletion started, finalizers may only be removed, never added.
+        if api::meta::deletion_timestamp(&old).is_some() {
+            let old_f = api::meta::finalizers(&old);
+            let added: Vec<&str> = api::meta::finalizers(&new)
+                .into_iter()
+                .filter(|f| !old_f.contains(f))
+                .collect();
+            if !added.is_empty() {
+                return Err(Retry::Fail(Self::invalid(
+                    r,
+                    name,
+                    &[FieldError::forbidden(
+                        "metadata.finalizers",
+                        format!(
+                            "no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"
+                        ),
+                    )],
+                )));
+            }
+        }
+        let mut errs = metacheck::object_meta(r, &new);
+        errs.extend(metacheck::object_meta_update(r, &new, &old));
+        if subresource.is_none() {
+            errs.extend(r.strategy.validate_update(&r.info, &new, &old));
+        }
+        if !errs.is_empty() {
+            return Err(Retry::Fail(Self::invalid(r, name, &errs)));
+        }
+        crate::fieldmgr::track_update(r, &old, &mut new, subresource, opts, self);
+
+        if without_rv(&new) == without_rv(&old) {
+            // Nothing changed: no write, same resourceVersion (as upstream).
+            return Ok(Written {
+                object: old,
+                warnings: Vec::new(),
+                created: false,
+            });
+        }
+        if opts.dry_run {
+            return Ok(Written {
+                object: new,
+                warnings: Vec::new(),
+                created: false,
+            });
+        }
+        let key = r.info.key(api::meta::namespace(&new), name);
+        // The last finalizer of an object being deleted is gone: delete it now.
+        if api::meta::deletion_timestamp(&new).is_some() && api::meta::finalizers(&new).is_empty() {
+            return match self.store.delete(&key, Some(current_rev)).await {
+                Ok(d) => {
+                    if is_service(r) {
+                        services::release(&*self.store, &new).await;
+                    }
+                    api::meta::set_str(&mut new, "resourceVersion", d.revision.to_string());
+                    Ok(Written {
+                        object: new,
+                        warnings: Vec::new(),
+                        created: false,
+                    })
+                }
+                Err(StoreError::Conflict { .. }) => Err(Retry::Conflict),
+                Err(e) => Err(Retry::Fail(store_error(r, name, e))),
+            };
+        }
+        let mut claimed = Vec::new();
+        if is_service(r) && subresource.is_none() {
+            services::allocate_node_ports(&*self.store, &mut new, &mut claimed)
+                .await
+                .map_err(Retry::Fail)?;
+        }
+        let bytes = stored::encode_for_store(&convert::to_storage(&r.info, new.clone()));
+        match self
+            .store
+            .update(&key, Bytes::from(bytes), current_rev, r.strategy.ttl())
+            .await
+        {
+            Ok(kv) => {
+                if is_service(r) {
+                    services::release_dropped(&*self.store, &old, &new).await;
+                }
+                api::meta::set_str(&mut new, "resourceVersion", kv.mod_revision.to_string());
+                Ok(Written {
+                    object: new,
+                    warnings: Vec::new(),
+                    created: false,
+                })
+            }
+            Err(e) => {
+                if !claimed.is_empty() {
+                    // Release the node ports claimed for this failed write only.
+                    let keep = services::keys_of(&old);
+                    for k in claimed.iter().filter(|k| !keep.contains(k)) {
+                        let _ = self.store.delete(k, None).await;
+                    }
+                }
+                match e {
+                    StoreError::Conflict { .. } => Err(Retry::Conflict),
+                    StoreError::NotFound { .. } => {
+                        Err(Retry::Fail(ApiError::not_found(r.gr(), name)))
+                    }
+                    e => Err(Retry::Fail(store_error(r, name, e))),
+                }
+            }
+        }
+    }
+
+    /// PUT of a whole object (main resource or status).
+    pub async fn replace(
+        &self,
+        r: &Resource,
+        ns: Option<&str>,
+        name: &str,
+        subresource: Option<&str>,
+        body: Value,
+        opts: &WriteOptions,
+    ) -> Result<Written, ApiError> {
+        if !body.is_object() {
+            return Err(ApiError::bad_request(
+                "the body of the request must be a JSON object",
+            ));
+        }
+        self.check_type_meta(r, &body)?;
+        let (mut obj, warnings) = self.decode(r, &body, opts.field_validation)?;
+        Self::check_namespace(r, ns, &mut obj)?;
+        match api::meta::name(&obj) {
+            Some(n) if n != name => {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({n}) does not match the name on the URL ({name})"
+                )));
+            }
+            None => api::meta::set_str(&mut obj, "name", name),
+            _ => {}
+        }
+        r.strategy.default(&r.info, &mut obj);
+        let precondition = Precondition {
+            resource_version: api::meta::resource_version(&obj).map(str::to_string),
+            uid: None,
+            create_allowed: false,
+        };
+        self.update_with(r, ns, name, subresource, opts, |_| {
+            Ok((obj.clone(), warnings.clone(), precondition.clone()))
+        })
+        .await
+    }
+
+    /// DELETE of one object. Returns the object (as deleted, or marked for deletion) and
+    /// whether it is gone already.
+    pub async fn delete(
+        &self,
+        r: &Resource,
+        ns: Option<&str>,
+        name: &str,
+        opts: &DeleteOptions,
+        wopts: &WriteOptions,
+    ) -> Result<(Value, bool), ApiError> {
+        let key = r.info.key(ns, name);
+        for _ in 0..16 {
+            let kv = self
+                .store
+                .get(&key)
+                .await
+                .map_err(|e| store_error(r, name, e))?
+                .ok_or_else(|| ApiError::not_found(r.gr(), name))?;
+            let mut obj = convert::from_storage(
+                &r.info,
+                stored::decode_stored(&kv.value, kv.mod_revision).ok_or_else(|| {
+                    ApiError::internal(format!("stored object {key} is not valid JSON"))
+                })?,
+            );
+            if let Some(uid) = &opts.precondition_uid
+                && api::meta::uid(&obj) != Some(uid.as_str())
+            {
+                return Err(ApiError::conflict(
+                    r.gr(),
+                    name,
+                    &format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                        api::meta::uid(&obj).unwrap_or_default()
+                    ),
+                ));
+            }
+            if let Some(rv) = &opts.precondition_rv
+                && rv.parse::<i64>().ok() != Some(kv.mod_revision)
+            {
+                return Err(ApiError::conflict(
+                    r.gr(),
+                    name,
+                    &format!(
+                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                        kv.mod_revision
+                    ),
+                ));
+            }
+            // Finalizers the propagation policy asks for.
+            let mut finalizers: Vec<String> = api::meta::finalizers(&obj)
+                .into_iter()
+                .map(str::to_string)
+                .collect();
+            match opts.propagation.as_deref() {
+                Some("Foreground") => {
+                    if !finalizers.iter().any(|f| f == "foregroundDeletion") {
+                        finalizers.push("foregroundDeletion".into());
+                    }
+                    finalizers.retain(|f| f != "orphan");
+                }
+                Some("Orphan") => {
+                    if !finalizers.iter().any(|f| f == "orphan") {
+                        finalizers.push("orphan".into());
+                    }
+                    finalizers.retain(|f| f != "foregroundDeletion");
+                }
+                Some("Background") | None => {}
+                Some(other) => {
+                    return Err(Self::invalid(
+                        r,
+                        name,
+                        &[FieldError::not_supported(
+                            "propagationPolicy",
+                            other,
+                            &["Foreground", "Background", "Orphan"],
+                        )],
+                    ));
+                }
+            }
+            let grace = self.grace_period(r, &obj, opts.grace_period_seconds);
+            let graceful = grace.is_some_and(|g| g > 0);
+            if finalizers.is_empty() && !graceful {
+                if wopts.dry_run {
+                    return Ok((obj, true));
+                }
+                match self.store.delete(&key, Some(kv.mod_revision)).await {
+                    Ok(d) => {
+                        if is_service(r) {
+                            services::release(&*self.store, &obj).await;
+                        }
+                        api::meta::set_str(&mut obj, "resourceVersion", d.revision.to_string());
+                        return Ok((obj, true));
+                    }
+                    Err(StoreError::Conflict { .. }) => continue,
+                    Err(StoreError::NotFound { .. }) => {
+                        return Err(ApiError::not_found(r.gr(), name));
+                    }
+                    Err(e) => return Err(store_error(r, name, e)),
+                }
+            }
+            // Mark for deletion: finalizers run (or the kubelet finishes the pod) first.
+            let already = api::meta::deletion_timestamp(&obj).is_some();
+            {
+                let now_ms = self.clock.now_ms();
+                let m = api::meta::metadata_mut(&mut obj);
+                if !already {
+                    let at = now_ms + grace.unwrap_or(0) * 1000;
+                    m.insert("deletionTimestamp".into(), json!(rfc3339(at)));
+                }
+                let current_grace = m.get("deletionGracePeriodSeconds").and_then(Value::as_i64);
+                let g = match (current_grace, grace) {
+                    (Some(c), Some(n)) => c.min(n),
+                    (Some(c), None) => c,
+                    (None, n) => n.unwrap_or(0),
+                };
+                m.insert("deletionGracePeriodSeconds".into(), json!(g));
+                m.insert("finalizers".into(), json!(finalizers));
+                if finalizers.is_empty() {
+                    m.remove("finalizers");
+                }
+            }
+            if wopts.dry_run {
+                return Ok((obj, false));
+            }
+            let bytes = stored::encode_for_store(&convert::to_storage(&r.info, obj.clone()));
+            match self
+                .store
+                .update(&key, Bytes::from(bytes), kv.mod_revision, r.strategy.ttl())
+                .await
+            {
+                Ok(kv) => {
+                    api::meta::set_str(&mut obj, "resourceVersion", kv.mod_revision.to_string());
+                    return Ok((obj, false));
+                }
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(StoreError::NotFound { .. }) => return Err(ApiError::not_found(r.gr(), name)),
+                Err(e) => return Err(store_error(r, name, e)),
+            }
+        }
+        Err(ApiError::conflict(r.gr(), name, ApiError::MODIFIED))
+    }
+
+    /// Pods bound to a node are deleted gracefully (the kubelet finishes them); everything
+    /// else immediately unless a grace period is asked for.
+    fn grace_period(&self, r: &Resource, obj: &Value, requested: Option<i64>) -> Option<i64> {
+        if r.info.group.is_empty() && r.info.plural == "pods" {
+            let bound = obj["spec"]["nodeName"]
+                .as_str()
+                .is_some_and(|n| !n.is_empty());
+            let terminal = matches!(
+                obj["status"]["phase"].as_str(),
+                Some("Succeeded" | "Failed")
+            );
+            if !bound || terminal {
+                return Some(0);
+            }
+            let default = obj["spec"]["terminationGracePeriodSeconds"]
+                .as_i64()
+                .unwrap_or(30);
+            return Some(requested.unwrap_or(default).max(0));
+        }
+        // Only pods are deleted gracefully; every other object goes at once.
+        let _ = requested;
+        None
+    }
+}
+
+/// Conditions a write must meet.
+#[derive(Clone, Debug, Default)]
+pub struct Precondition {
+    /// The client's `metadata.resourceVersion`: the write fails with a conflict when stale.
+    pub resource_version: Option<String>,
+    pub uid: Option<String>,
+    /// Server-side apply creates missing objects.
+    pub create_allowed: bool,
+}
+
+/// DeleteOptions as far as the registry needs them.
+#[derive(Clone, Debug, Default)]
+pub struct DeleteOptions {
+    pub grace_period_seconds: Option<i64>,
+    pub propagation: Option<String>,
+    pub precondition_uid: Option<String>,
+    pub precondition_rv: Option<String>,
+}
+
+enum Retry {
+    Conflict,
+    Fail(ApiError),
+}
+
+fn is_service(r: &Resource) -> bool {
+    r.info.group.is_empty() && r.info.plural == "services"
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}
+
+/// The object without `metadata.resourceVersion` and `managedFields` timestamps, for
+/// "did anything change" comparisons.
+fn without_rv(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("resourceVersion");
+        if let Some(mf) = m.get_mut("managedFields").and_then(Value::as_array_mut) {
+            for e in mf.iter_mut() {
+                if let Some(e) = e.as_object_mut() {
+                    e.remove("time");
+                }
+            }
+        }
+    }
+    v
+}
+
+/// Whether anything outside metadata and status changed (which bumps generation).
+fn spec_changed(old: &Value, new: &Value) -> bool {
+    let strip = |v: &Value| -> Value {
+        let mut v = v.clone();
+        if let Some(m) = v.as_object_mut() {
+            m.remove("metadata");
+            m.remove("status");
+        }
+        v
+    };
+    strip(old) != strip(new)
+}

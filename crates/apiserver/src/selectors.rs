@@ -1,0 +1,44 @@
+//! Label and field selectors of list and watch requests, as predicates over cached objects.
+
+use std::sync::Arc;
+
+use api::ApiError;
+
+use crate::registry::{CachedObject, Predicate};
+
+/// The predicate of a `labelSelector` query parameter.
+pub fn label_predicate(selector: Option<&str>) -> Result<Option<Predicate>, ApiError> {
+    let Some(s) = selector.filter(|s| !s.trim().is_empty()) else {
+        return Ok(None);
+    };
+    let sel = api::selector::LabelSelector::parse(s).map_err(ApiError::from)?;
+    Ok(Some(Arc::new(move |o: &CachedObject| {
+        sel.matches(|k| o.label(k))
+    })))
+}
+
+/// The predicate of a `fieldSelector` query parameter, refusing fields the resource does
+/// not support with upstream's message.
+pub fn field_predicate(
+    selector: Option<&str>,
+    supported: &[&str],
+) -> Result<Option<Predicate>, ApiError> {
+    let Some(s) = selector.filter(|s| !s.trim().is_empty()) else {
+        return Ok(None);
+    };
+    let sel = api::selector::FieldSelector::parse(s).map_err(ApiError::from)?;
+    sel.check_supported_fields(supported)
+        .map_err(ApiError::from)?;
+    Ok(Some(Arc::new(move |o: &CachedObject| {
+        sel.matches(|k| match k {
+            "metadata.name" => Some(o.name.as_str()),
+            "metadata.namespace" => Some(o.namespace.as_str()),
+            other => o.field(other),
+        })
+    })))
+}
+
+/// All predicates together (`None`: everything matches).
+pub fn all_of(preds: Vec<Predicate>) -> Predicate {
+    Arc::new(move |o: &CachedObject| preds.iter().all(|p| p(o)))
+}

@@ -1,0 +1,166 @@
+//! `rkube server`: the control plane (and, unless `--disable-agent`, a local node).
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use store::Backend;
+
+#[derive(Args, Debug)]
+pub struct ServerArgs {
+    /// Where the server keeps its datastore, certificates and kubeconfigs.
+    #[arg(long, default_value = "/var/lib/rkube/server")]
+    pub data_dir: PathBuf,
+    /// HTTPS port of the API server.
+    #[arg(long, default_value_t = 6443)]
+    pub https_port: u16,
+    /// Address to listen on.
+    #[arg(long, default_value = "0.0.0.0")]
+    pub bind_address: IpAddr,
+    /// Empty: embedded SQLite under the data dir. `http(s)://host:2379[,…]`: etcd.
+    #[arg(long, default_value = "")]
+    pub datastore_endpoint: String,
+    /// CA bundle for an etcd datastore over TLS.
+    #[arg(long)]
+    pub datastore_cafile: Option<PathBuf>,
+    /// Client certificate for an etcd datastore.
+    #[arg(long)]
+    pub datastore_certfile: Option<PathBuf>,
+    /// Client key for an etcd datastore.
+    #[arg(long)]
+    pub datastore_keyfile: Option<PathBuf>,
+    /// Run only the control plane, no local node.
+    #[arg(long)]
+    pub disable_agent: bool,
+    /// Extra names or addresses for the serving certificate.
+    #[arg(long = "tls-san")]
+    pub tls_san: Vec<String>,
+    /// Range of Service cluster IPs.
+    #[arg(long, default_value = "10.43.0.0/16")]
+    pub service_cluster_ip_range: String,
+    /// How long Events live.
+    #[arg(long, default_value = "1h", value_parser = parse_duration)]
+    pub event_ttl: Duration,
+    /// How often the datastore is compacted (0 disables).
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub etcd_compaction_interval: Duration,
+    /// Timeout of non-watch requests.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+    /// Watches last between this and twice this, unless the client sets timeoutSeconds.
+    #[arg(long, default_value_t = 1800)]
+    pub min_request_timeout: u64,
+}
+
+/// Parses Go-style durations: `90s`, `5m`, `1h30m`, `250ms`, or plain seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    if let Ok(secs) = s.parse::<u64>() {
+        return Ok(Duration::from_secs(secs));
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(|| format!("invalid duration {s:?}: missing unit"))?;
+        let n: f64 = rest[..digits]
+            .parse()
+            .map_err(|_| format!("invalid duration {s:?}"))?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let unit = &rest[..unit_len];
+        rest = &rest[unit_len..];
+        let secs = match unit {
+            "ms" => n / 1000.0,
+            "s" => n,
+            "m" => n * 60.0,
+            "h" => n * 3600.0,
+            other => return Err(format!("invalid duration {s:?}: unknown unit {other:?}")),
+        };
+        total += Duration::from_secs_f64(secs);
+    }
+    Ok(total)
+}
+
+/// Opens the datastore the flags select.
+pub async fn open_store(args: &ServerArgs) -> anyhow::Result<Arc<dyn Backend>> {
+    if args.datastore_endpoint.trim().is_empty() {
+        let path = args.data_dir.join("db").join("state.db");
+        let s = store::sqlite::SqliteBackend::open(&path)
+            .with_context(|| format!("opening the embedded datastore {}", path.display()))?;
+        Ok(Arc::new(s))
+    } else {
+        let mut opts = store::etcd::EtcdOptions::from_endpoints(&args.datastore_endpoint)?;
+        opts.ca_file = args.datastore_cafile.clone();
+        opts.cert_file = args.datastore_certfile.clone();
+        opts.key_file = args.datastore_keyfile.clone();
+        let s = store::etcd::EtcdBackend::connect(opts)
+            .await
+            .with_context(|| format!("connecting to etcd at {}", args.datastore_endpoint))?;
+        Ok(Arc::new(s))
+    }
+}
+
+pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&args.data_dir)
+        .with_context(|| format!("creating {}", args.data_dir.display()))?;
+    let store = open_store(&args).await?;
+    let mut config = apiserver::Config::new(&args.data_dir);
+    config.bind_address = args.bind_address;
+    config.https_port = args.https_port;
+    config.tls_san = args.tls_san.clone();
+    config.service_cluster_ip_range = args.service_cluster_ip_range.clone();
+    config.event_ttl = args.event_ttl;
+    config.compaction_interval = args.etcd_compaction_interval;
+    config.request_timeout = args.request_timeout;
+    config.min_request_timeout = Duration::from_secs(args.min_request_timeout.max(1));
+    let running = apiserver::start(config, store, Arc::new(store::SystemClock)).await?;
+    eprintln!(
+        "rkube server listening on {} (kubeconfig: {})",
+        running.url,
+        running.kubeconfig.display()
+    );
+    if !args.disable_agent {
+        tracing::warn!("the local node agent is not available yet; running the control plane only");
+    }
+    shutdown_signal().await;
+    tracing::info!("shutting down");
+    running.stop().await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
+        assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("30").unwrap(), Duration::from_secs(30));
+        assert!(parse_duration("5x").is_err());
+        assert!(parse_duration("m").is_err());
+    }
+}

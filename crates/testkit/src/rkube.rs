@@ -1,0 +1,224 @@
+//! A real `rkube server` process, and the real kubectl against it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use crate::free_port;
+
+/// The `rkube` binary of this workspace (built on first use if missing).
+pub fn rkube_binary() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        // Test binaries live in <target>/<profile>/deps; the binary one level up.
+        let exe = std::env::current_exe().unwrap_or_else(|e| panic!("current_exe: {e}"));
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| panic!("unexpected test binary location {}", exe.display()));
+        let bin = profile_dir.join("rkube");
+        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["build", "-q", "-p", "rkube", "--bin", "rkube"])
+            .status();
+        match status {
+            Ok(s) if s.success() => {}
+            Ok(_) | Err(_) if bin.exists() => {}
+            other => panic!("cannot build rkube: {other:?}"),
+        }
+        bin
+    })
+    .clone()
+}
+
+/// The kubectl binary of a version (`"1.27"` … `"1.33"`), or the default one for `None`.
+pub fn kubectl_binary(version: Option<&str>) -> PathBuf {
+    let default = crate::require_binary("kubectl", "kubectl (installed on this kind of machine)");
+    let real = std::fs::canonicalize(&default).unwrap_or(default.clone());
+    match version {
+        None => real,
+        Some(v) => {
+            let p = real
+                .parent()
+                .map(|d| d.join(format!("kubectl.{v}")))
+                .unwrap_or_default();
+            assert!(p.exists(), "kubectl {v} not found at {}", p.display());
+            p
+        }
+    }
+}
+
+/// A running `rkube server --disable-agent`, killed on drop.
+pub struct RkubeServer {
+    child: Option<Child>,
+    pub dir: tempfile::TempDir,
+    pub port: u16,
+    pub kubeconfig: PathBuf,
+    /// A per-server HOME for kubectl, so discovery caches never leak between tests.
+    pub home: PathBuf,
+    extra: Vec<String>,
+}
+
+impl RkubeServer {
+    /// Starts a server on SQLite in a fresh data dir.
+    pub fn start() -> RkubeServer {
+        Self::start_with(&[])
+    }
+
+    /// Starts a server with extra flags (e.g. `--datastore-endpoint`).
+    pub fn start_with(extra: &[&str]) -> RkubeServer {
+        let dir = tempfile::Builder::new()
+            .prefix("rkube-server-")
+            .tempdir()
+            .unwrap_or_else(|e| panic!("tempdir: {e}"));
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(&home).unwrap_or_else(|e| panic!("{e}"));
+        let mut s = RkubeServer {
+            child: None,
+            port: free_port(),
+            kubeconfig: dir.path().join("data").join("admin.kubeconfig"),
+            home,
+            dir,
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+        };
+        s.spawn();
+        s
+    }
+
+    fn spawn(&mut self) {
+        let data = self.dir.path().join("data");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("server.log"))
+            .unwrap_or_else(|e| panic!("log: {e}"));
+        let log2 = log.try_clone().unwrap_or_else(|e| panic!("log: {e}"));
+        let child = Command::new(rkube_binary())
+            .arg("server")
+            .arg("--data-dir")
+            .arg(&data)
+            .args([
+                "--https-port",
+                &self.port.to_string(),
+                "--bind-address",
+                "127.0.0.1",
+                "--disable-agent",
+            ])
+            .args(&self.extra)
+            .env(
+                "RUST_LOG",
+                std::env::var("RKUBE_TEST_LOG").unwrap_or_else(|_| "info".into()),
+            )
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log2)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start rkube: {e}"));
+        self.child = Some(child);
+        self.wait_ready();
+    }
+
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(c) = self.child.as_mut()
+                && let Ok(Some(status)) = c.try_wait()
+            {
+                panic!("rkube server exited with {status}:\n{}", self.log_tail());
+            }
+            if self.kubeconfig.exists() {
+                let out = self.kubectl(&["get", "--raw", "/readyz"]);
+                if out.status.success() {
+                    return;
+                }
+            }
+            if Instant::now() > deadline {
+                panic!("rkube server not ready after 60s:\n{}", self.log_tail());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The last lines of the server's log.
+    pub fn log_tail(&self) -> String {
+        let s = std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default();
+        let lines: Vec<&str> = s.lines().collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+
+    /// Stops the server (SIGKILL) and starts it again on the same data dir and port.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// A kubectl command (default version) with this server's kubeconfig and HOME.
+    pub fn kubectl_cmd(&self, version: Option<&str>) -> Command {
+        let mut c = Command::new(kubectl_binary(version));
+        c.env("KUBECONFIG", &self.kubeconfig)
+            .env("HOME", &self.home)
+            .env_remove("KUBECTL_EXTERNAL_DIFF")
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Runs the default kubectl.
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        self.kubectl_v(None, args)
+    }
+
+    /// Runs kubectl of a given version.
+    pub fn kubectl_v(&self, version: Option<&str>, args: &[&str]) -> Output {
+        self.kubectl_cmd(version)
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run kubectl: {e}"))
+    }
+
+    /// Runs kubectl with `stdin` as its input.
+    pub fn kubectl_stdin(&self, version: Option<&str>, args: &[&str], stdin: &str) -> Output {
+        use std::io::Write;
+        let mut child = self
+            .kubectl_cmd(version)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run kubectl: {e}"));
+        if let Some(mut i) = child.stdin.take() {
+            let _ = i.write_all(stdin.as_bytes());
+        }
+        child
+            .wait_with_output()
+            .unwrap_or_else(|e| panic!("kubectl: {e}"))
+    }
+
+    /// Runs kubectl and returns stdout, panicking with both streams when it fails.
+    pub fn kubectl_ok(&self, version: Option<&str>, args: &[&str]) -> String {
+        let out = self.kubectl_v(version, args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed ({}):\nstdout: {}\nstderr: {}\nserver log:\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+            self.log_tail()
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+impl Drop for RkubeServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
