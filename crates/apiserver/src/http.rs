@@ -235,6 +235,8 @@ pub fn negotiate(headers: &HeaderMap) -> Result<Accept, ApiError> {
 pub enum ContentType {
     Json,
     Yaml,
+    /// `application/vnd.kubernetes.protobuf` (typed clients since client-go 1.32).
+    Protobuf,
     JsonPatch,
     MergePatch,
     StrategicMergePatch,
@@ -254,6 +256,7 @@ pub fn content_type(headers: &HeaderMap) -> Result<ContentType, ApiError> {
     Ok(match mime.as_str() {
         "application/json" | "*/*" => ContentType::Json,
         "application/yaml" | "application/x-yaml" | "text/yaml" => ContentType::Yaml,
+        "application/vnd.kubernetes.protobuf" => ContentType::Protobuf,
         "application/json-patch+json" => ContentType::JsonPatch,
         "application/merge-patch+json" => ContentType::MergePatch,
         "application/strategic-merge-patch+json" => ContentType::StrategicMergePatch,
@@ -267,12 +270,31 @@ pub fn content_type(headers: &HeaderMap) -> Result<ContentType, ApiError> {
     })
 }
 
-/// Decodes a JSON or YAML body into a value. Only a single document is accepted.
-pub fn decode_body(bytes: &[u8], ct: ContentType) -> Result<Value, ApiError> {
+/// Decodes a JSON, YAML or Kubernetes protobuf body into a value. Only a single document
+/// is accepted. `expected` is the (apiVersion, kind) the URL implies, used when a protobuf
+/// envelope leaves them empty.
+pub fn decode_body(
+    bytes: &[u8],
+    ct: ContentType,
+    expected: Option<(&str, &str)>,
+) -> Result<Value, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::bad_request("the request body is empty"));
     }
     match ct {
+        ContentType::Protobuf => {
+            let (api_version, kind) = expected.unwrap_or(("", ""));
+            kubeproto::decode_with_defaults(bytes, api_version, kind).map_err(|e| {
+                if e.is_unsupported_kind() {
+                    ApiError::unsupported_media_type(
+                        "application/vnd.kubernetes.protobuf",
+                        "application/json, application/yaml",
+                    )
+                } else {
+                    ApiError::bad_request(format!("error decoding protobuf body: {e}"))
+                }
+            })
+        }
         ContentType::Yaml | ContentType::ApplyPatch => {
             let text = std::str::from_utf8(bytes)
                 .map_err(|_| ApiError::bad_request("the request body is not valid UTF-8"))?;
@@ -358,17 +380,26 @@ mod tests {
 
     #[test]
     fn bodies() {
-        assert_eq!(decode_body(b"  ", ContentType::Json).unwrap_err().code, 400);
         assert_eq!(
-            decode_body(b"{bad", ContentType::Json).unwrap_err().code,
+            decode_body(b"  ", ContentType::Json, None)
+                .unwrap_err()
+                .code,
             400
         );
         assert_eq!(
-            decode_body(b"a: 1\nb: [x]", ContentType::Yaml).unwrap(),
+            decode_body(b"{bad", ContentType::Json, None)
+                .unwrap_err()
+                .code,
+            400
+        );
+        assert_eq!(
+            decode_body(b"a: 1\nb: [x]", ContentType::Yaml, None).unwrap(),
             serde_json::json!({"a": 1, "b": ["x"]})
         );
         assert_eq!(
-            decode_body(b"a: [", ContentType::Yaml).unwrap_err().code,
+            decode_body(b"a: [", ContentType::Yaml, None)
+                .unwrap_err()
+                .code,
             400
         );
     }

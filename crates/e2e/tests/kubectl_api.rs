@@ -102,7 +102,7 @@ fn create_deployment(e: &Env) {
     // Creating it again is a conflict.
     let err = e.fails(&["create", "deployment", "nginx", "--image=nginx"]);
     assert!(
-        err.contains("AlreadyExists") && err.contains("\"nginx\" already exists"),
+        err.contains("deployments.apps \"nginx\" already exists"),
         "{err}"
     );
 }
@@ -225,7 +225,7 @@ fn apply_and_diff(e: &Env) {
     let cm = e.json(&["get", "configmap", "ssa", "--show-managed-fields"]);
     assert_eq!(cm["metadata"]["managedFields"][0]["manager"], "kubectl");
     assert_eq!(cm["metadata"]["managedFields"][0]["operation"], "Apply");
-    let other = ssa.replace("v1", "v2");
+    let other = ssa.replace("k: v1", "k: v2");
     let out = e.stdin(
         &["apply", "--server-side", "--field-manager=other", "-f", "-"],
         &other,

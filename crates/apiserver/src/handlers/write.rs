@@ -83,12 +83,15 @@ fn write_options(
 
 async fn body_value(
     req: Request<hyper::body::Incoming>,
+    expected: (&str, &str),
 ) -> Result<(Value, ContentType, HeaderMap), ApiError> {
     let (parts, body) = req.into_parts();
     let ct = content_type(&parts.headers)?;
     let bytes = read_body(body).await?;
     let value = match ct {
-        ContentType::Json | ContentType::Yaml => decode_body(&bytes, ct)?,
+        ContentType::Json | ContentType::Yaml | ContentType::Protobuf => {
+            decode_body(&bytes, ct, Some(expected))?
+        }
         other => {
             return Err(ApiError::unsupported_media_type(
                 &format!("{other:?}"),
@@ -126,7 +129,12 @@ pub(super) async fn create(
     user: &UserInfo,
 ) -> Result<Response<Body>, ApiError> {
     let opts = write_options(query, req.headers(), user)?;
-    let (body, _, headers) = body_value(req).await?;
+    let api_version = r.info.api_version();
+    let expected_kind = match subresource.and_then(|s| r.info.subresource(s)) {
+        Some(sub) => sub.kind.clone(),
+        None => r.info.kind.clone(),
+    };
+    let (body, _, headers) = body_value(req, (&api_version, &expected_kind)).await?;
     match subresource {
         Some("binding") => return bind(srv, r, ns, name, body, &opts).await,
         Some("eviction") => return evict(srv, r, ns, name, body, &opts).await,
@@ -152,7 +160,12 @@ pub(super) async fn update(
     user: &UserInfo,
 ) -> Result<Response<Body>, ApiError> {
     let opts = write_options(query, req.headers(), user)?;
-    let (body, _, headers) = body_value(req).await?;
+    let api_version = r.info.api_version();
+    let expected_kind = match subresource.and_then(|s| r.info.subresource(s)) {
+        Some(sub) => sub.kind.clone(),
+        None => r.info.kind.clone(),
+    };
+    let (body, _, headers) = body_value(req, (&api_version, &expected_kind)).await?;
     match subresource {
         None | Some("status") | Some("finalize") => {
             let sub = subresource.map(|s| if s == "finalize" { "finalize" } else { s });
@@ -272,7 +285,10 @@ pub(super) async fn patch(
     let ct = content_type(&headers)?;
     opts.apply = ct == ContentType::ApplyPatch;
     let bytes = read_body(req.into_body()).await?;
-    if matches!(ct, ContentType::Json | ContentType::Yaml) {
+    if matches!(
+        ct,
+        ContentType::Json | ContentType::Yaml | ContentType::Protobuf
+    ) {
         return Err(ApiError::unsupported_media_type(
             headers
                 .get(header::CONTENT_TYPE)
@@ -282,7 +298,7 @@ pub(super) async fn patch(
         ));
     }
     let patch_doc = match ct {
-        ContentType::ApplyPatch => decode_body(&bytes, ContentType::Yaml)?,
+        ContentType::ApplyPatch => decode_body(&bytes, ContentType::Yaml, None)?,
         _ => serde_json::from_slice::<Value>(&bytes)
             .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
     };
@@ -353,7 +369,7 @@ pub(super) async fn patch(
                     },
                     &registry,
                 )?,
-                ContentType::Json | ContentType::Yaml => {
+                ContentType::Json | ContentType::Yaml | ContentType::Protobuf => {
                     return Err(ApiError::unsupported_media_type(
                         "application/json",
                         "patch types",
@@ -448,7 +464,14 @@ async fn optional_body(
         return Ok((None, parts.headers));
     }
     let ct = content_type(&parts.headers)?;
-    Ok((Some(decode_body(&bytes, ct)?), parts.headers))
+    Ok((
+        Some(decode_body(
+            &bytes,
+            ct,
+            Some(("meta.k8s.io/v1", "DeleteOptions")),
+        )?),
+        parts.headers,
+    ))
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -484,12 +484,6 @@ impl Registry {
             }
             m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
             m.insert("creationTimestamp".into(), json!(self.now()));
-            m.insert("generation".into(), json!(1));
-        }
-        if r.has_status()
-            && let Some(m) = obj.as_object_mut()
-        {
-            m.remove("status");
         }
         r.strategy.prepare_for_create(&r.info, &mut obj);
 
@@ -665,43 +659,11 @@ impl Registry {
             m.insert("resourceVersion".into(), json!(current_rev.to_string()));
         }
         match subresource {
-            Some("status") => {
-                // Only status changes through the status subresource (and the metadata
-                // upstream lets it touch: labels, annotations, finalizers stay as they were).
-                let status = new.get("status").cloned();
-                let mut merged = old.clone();
-                if let Some(m) = merged.as_object_mut() {
-                    match status {
-                        Some(s) => {
-                            m.insert("status".into(), s);
-                        }
-                        None => {
-                            m.remove("status");
-                        }
-                    }
-                }
-                new = merged;
-            }
+            Some("status") => r
+                .strategy
+                .prepare_for_status_update(&r.info, &mut new, &old),
             Some(_) => {}
-            None => {
-                if r.has_status()
-                    && let Some(m) = new.as_object_mut()
-                {
-                    match old.get("status") {
-                        Some(s) => {
-                            m.insert("status".into(), s.clone());
-                        }
-                        None => {
-                            m.remove("status");
-                        }
-                    }
-                }
-                r.strategy.prepare_for_update(&r.info, &mut new, &old);
-                if spec_changed(&old, &new) {
-                    let g = api::meta::generation(&old) + 1;
-                    api::meta::metadata_mut(&mut new).insert("generation".into(), json!(g));
-                }
-            }
+            None => r.strategy.prepare_for_update(&r.info, &mut new, &old),
         }
         // Once deletion started, finalizers may only be removed, never added.
         if api::meta::deletion_timestamp(&old).is_some() {
@@ -1062,17 +1024,4 @@ fn without_rv(v: &Value) -> Value {
         }
     }
     v
-}
-
-/// Whether anything outside metadata and status changed (which bumps generation).
-fn spec_changed(old: &Value, new: &Value) -> bool {
-    let strip = |v: &Value| -> Value {
-        let mut v = v.clone();
-        if let Some(m) = v.as_object_mut() {
-            m.remove("metadata");
-            m.remove("status");
-        }
-        v
-    };
-    strip(old) != strip(new)
 }

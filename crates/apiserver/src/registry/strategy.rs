@@ -22,11 +22,47 @@ pub trait Strategy: Send + Sync {
     /// Upstream's defaults.
     fn default(&self, info: &ResourceInfo, obj: &mut Value);
 
-    /// What a create resets or derives (e.g. status, phase).
-    fn prepare_for_create(&self, _info: &ResourceInfo, _obj: &mut Value) {}
+    /// What a create resets or derives. By default: status is cleared when the resource
+    /// has a status subresource, and generation starts at 1.
+    fn prepare_for_create(&self, info: &ResourceInfo, obj: &mut Value) {
+        if info.subresource("status").is_some()
+            && let Some(m) = obj.as_object_mut()
+        {
+            m.remove("status");
+        }
+        api::meta::metadata_mut(obj).insert("generation".into(), json!(1));
+    }
 
-    /// What an update resets from the old object (beyond the generic status handling).
-    fn prepare_for_update(&self, _info: &ResourceInfo, _new: &mut Value, _old: &Value) {}
+    /// What an update of the main resource keeps from the old object. By default: status
+    /// (when the resource has a status subresource); generation is bumped when anything
+    /// outside metadata and status changed.
+    fn prepare_for_update(&self, info: &ResourceInfo, new: &mut Value, old: &Value) {
+        if info.subresource("status").is_some()
+            && let Some(m) = new.as_object_mut()
+        {
+            match old.get("status") {
+                Some(s) => m.insert("status".into(), s.clone()),
+                None => m.remove("status"),
+            };
+        }
+        let g = api::meta::generation(old);
+        let g = if spec_changed(old, new) { g + 1 } else { g };
+        api::meta::metadata_mut(new).insert("generation".into(), json!(g));
+    }
+
+    /// What an update through the status subresource keeps from the old object. By
+    /// default: everything but status.
+    fn prepare_for_status_update(&self, _info: &ResourceInfo, new: &mut Value, old: &Value) {
+        let status = new.get("status").cloned();
+        let mut merged = old.clone();
+        if let Some(m) = merged.as_object_mut() {
+            match status {
+                Some(s) => m.insert("status".into(), s),
+                None => m.remove("status"),
+            };
+        }
+        *new = merged;
+    }
 
     fn validate(&self, info: &ResourceInfo, obj: &Value) -> Vec<FieldError>;
 
@@ -116,7 +152,25 @@ const EVENT_FIELDS: &[&str] = &[
 impl Strategy for Builtin {
     fn decode(&self, info: &ResourceInfo, obj: &Value) -> Result<Decoded, ApiError> {
         match api::kinds::decode(&info.group, &info.version, &info.kind, obj) {
-            Some(Ok(d)) => Ok(d),
+            Some(Ok(d)) => {
+                let problems = api::kinds::validate::decode_errors(
+                    &info.group,
+                    &info.version,
+                    &info.kind,
+                    &d.object,
+                );
+                if problems.is_empty() {
+                    Ok(d)
+                } else {
+                    Err(ApiError::bad_request(format!(
+                        "{} in version \"{}\" cannot be handled as a {}: {}",
+                        info.kind,
+                        info.version,
+                        info.kind,
+                        problems.join(", ")
+                    )))
+                }
+            }
             Some(Err(e)) => Err(ApiError::bad_request(format!(
                 "{} in version \"{}\" cannot be handled as a {}: {e}",
                 info.kind, info.version, info.kind
@@ -133,37 +187,21 @@ impl Strategy for Builtin {
     }
 
     fn prepare_for_create(&self, info: &ResourceInfo, obj: &mut Value) {
-        match (info.group.as_str(), info.plural.as_str()) {
-            ("", "namespaces") => {
-                obj["status"] = json!({"phase": "Active"});
-                let spec = obj
-                    .as_object_mut()
-                    .map(|m| m.entry("spec").or_insert_with(|| json!({})));
-                if let Some(spec) = spec.and_then(Value::as_object_mut) {
-                    let has = spec
-                        .get("finalizers")
-                        .and_then(Value::as_array)
-                        .is_some_and(|a| a.iter().any(|f| f == "kubernetes"));
-                    if !has {
-                        let list = spec.entry("finalizers").or_insert_with(|| json!([]));
-                        if let Some(a) = list.as_array_mut() {
-                            a.push(json!("kubernetes"));
-                        }
-                    }
-                }
-            }
-            ("", "pods") => {
-                let qos = qos_class(obj_spec(obj));
-                let status = obj
-                    .as_object_mut()
-                    .map(|m| m.entry("status").or_insert_with(|| json!({})));
-                if let Some(status) = status.and_then(Value::as_object_mut) {
-                    status.insert("phase".into(), json!("Pending"));
-                    status.entry("qosClass").or_insert_with(|| json!(qos));
-                }
-            }
-            _ => {}
-        }
+        api::kinds::defaults::prepare_for_create(&info.group, &info.version, &info.kind, obj);
+    }
+
+    fn prepare_for_update(&self, info: &ResourceInfo, new: &mut Value, old: &Value) {
+        api::kinds::defaults::prepare_for_update(&info.group, &info.version, &info.kind, new, old);
+    }
+
+    fn prepare_for_status_update(&self, info: &ResourceInfo, new: &mut Value, old: &Value) {
+        api::kinds::defaults::prepare_for_status_update(
+            &info.group,
+            &info.version,
+            &info.kind,
+            new,
+            old,
+        );
     }
 
     fn validate(&self, info: &ResourceInfo, obj: &Value) -> Vec<FieldError> {
@@ -258,44 +296,6 @@ impl Strategy for Builtin {
     }
 }
 
-fn obj_spec(obj: &Value) -> &Value {
-    obj.get("spec").unwrap_or(&Value::Null)
-}
-
-/// Upstream's QoS class of a pod spec: Guaranteed when every container has equal CPU and
-/// memory requests and limits, BestEffort when none has any, Burstable otherwise.
-pub fn qos_class(spec: &Value) -> &'static str {
-    let containers = ["initContainers", "containers"]
-        .iter()
-        .flat_map(|k| spec[*k].as_array().into_iter().flatten())
-        .collect::<Vec<_>>();
-    let mut any = false;
-    let mut guaranteed = true;
-    for c in containers {
-        let requests = &c["resources"]["requests"];
-        let limits = &c["resources"]["limits"];
-        for r in ["cpu", "memory"] {
-            let req = requests.get(r).filter(|v| !v.is_null());
-            let lim = limits.get(r).filter(|v| !v.is_null());
-            if req.is_some() || lim.is_some() {
-                any = true;
-            }
-            match (req, lim) {
-                (_, None) => guaranteed = false,
-                (Some(q), Some(l)) if q != l => guaranteed = false,
-                _ => {}
-            }
-        }
-    }
-    if !any {
-        "BestEffort"
-    } else if guaranteed {
-        "Guaranteed"
-    } else {
-        "Burstable"
-    }
-}
-
 /// Which strategy behaviour a built-in resource has beyond the defaults.
 pub fn builtin_for(info: &ResourceInfo, event_ttl: Duration) -> Box<dyn Strategy> {
     let base = Builtin { event_ttl };
@@ -378,6 +378,9 @@ impl Strategy for WithFields {
     fn prepare_for_update(&self, info: &ResourceInfo, new: &mut Value, old: &Value) {
         self.base.prepare_for_update(info, new, old)
     }
+    fn prepare_for_status_update(&self, info: &ResourceInfo, new: &mut Value, old: &Value) {
+        self.base.prepare_for_status_update(info, new, old)
+    }
     fn validate(&self, info: &ResourceInfo, obj: &Value) -> Vec<FieldError> {
         self.base.validate(info, obj)
     }
@@ -398,25 +401,15 @@ impl Strategy for WithFields {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn qos() {
-        assert_eq!(
-            qos_class(&json!({"containers": [{"name": "a"}]})),
-            "BestEffort"
-        );
-        assert_eq!(
-            qos_class(
-                &json!({"containers": [{"resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}]})
-            ),
-            "Guaranteed"
-        );
-        assert_eq!(
-            qos_class(&json!({"containers": [{"resources": {"requests": {"cpu": "1"}}}]})),
-            "Burstable"
-        );
-    }
+/// Whether anything outside metadata and status changed (which bumps generation).
+fn spec_changed(old: &Value, new: &Value) -> bool {
+    let strip = |v: &Value| -> Value {
+        let mut v = v.clone();
+        if let Some(m) = v.as_object_mut() {
+            m.remove("metadata");
+            m.remove("status");
+        }
+        v
+    };
+    strip(old) != strip(new)
 }
