@@ -10,4 +10,7 @@ if ! cargo nextest --version >/dev/null 2>&1; then
 fi
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# The e2e tests run the rkube binary; build it first (testkit's own `cargo build -p rkube`
+# is then a no-op instead of a build racing the first tests' timeouts).
+cargo build --locked -p rkube --bin rkube
 cargo nextest run --workspace --locked --no-fail-fast "$@"

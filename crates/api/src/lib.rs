@@ -6,6 +6,8 @@
 //!   upstream formats them;
 //! - [`meta`]: object metadata on JSON values, the registry's working form;
 //! - [`selector`]: label and field selectors (parsing and matching, upstream's grammar);
+//! - [`gofmt`]: values printed as Go's `fmt`, `strconv` and `encoding/json` print them, for
+//!   upstream's messages and serializations byte for byte;
 //! - [`validation`]: names, labels, annotations and object metadata rules;
 //! - [`schema`]: OpenAPI schemas of the built-in types;
 //! - [`openapi`]: the `/openapi/v2` and `/openapi/v3` documents.
@@ -13,6 +15,7 @@
 //! Object types themselves are `k8s-openapi`'s, re-exported as [`k8s`].
 
 pub mod catalog;
+pub mod gofmt;
 pub mod kinds;
 pub mod meta;
 pub mod openapi;

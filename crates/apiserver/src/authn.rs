@@ -113,6 +113,16 @@ impl X509Authenticator {
 
     /// The user of a verified certificate chain, or why it is not accepted.
     pub fn authenticate(&self, chain: &[CertificateDer<'static>]) -> Result<UserInfo, String> {
+        self.authenticate_until(chain).map(|(user, _)| user)
+    }
+
+    /// As [`Self::authenticate`], with the leaf's expiry (seconds since the epoch) so a
+    /// connection can reuse the verdict until then instead of verifying the chain's
+    /// signatures on every request.
+    pub fn authenticate_until(
+        &self,
+        chain: &[CertificateDer<'static>],
+    ) -> Result<(UserInfo, i64), String> {
         let (leaf, intermediates) = chain
             .split_first()
             .ok_or_else(|| "no client certificate".to_string())?;
@@ -136,10 +146,14 @@ impl X509Authenticator {
             .filter_map(|o| o.as_str().ok().map(str::to_string))
             .collect();
         groups.push("system:authenticated".into());
-        Ok(UserInfo {
-            name,
-            uid: String::new(),
-            groups,
-        })
+        let not_after = cert.validity().not_after.timestamp();
+        Ok((
+            UserInfo {
+                name,
+                uid: String::new(),
+                groups,
+            },
+            not_after,
+        ))
     }
 }

@@ -167,7 +167,7 @@ async fn update(
         };
         match f(v) {
             Some(new) => Ok(store::Update::Put {
-                value: bytes::Bytes::from(crate::registry::stored::encode_for_store(&new)),
+                value: bytes::Bytes::from(crate::registry::stored::encode_for_store(new)),
                 ttl: None,
             }),
             None => Ok(store::Update::Keep),

@@ -4,22 +4,10 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use api::ApiError;
-use api::schema::SchemaLookup;
 use fieldmanager::{FieldManager, FieldSet, GroupVersionKind, ObjectSchema, PathElement};
 use serde_json::Value;
 
 use crate::registry::{Registry, Resource, WriteOptions};
-
-/// A lookup with no definitions, for self-contained CRD schemas.
-struct NoDefinitions;
-
-impl SchemaLookup for NoDefinitions {
-    fn definition(&self, _name: &str) -> Option<&Value> {
-        None
-    }
-}
-
-static NO_DEFINITIONS: NoDefinitions = NoDefinitions;
 
 /// The schema the objects of `r` follow.
 fn schema_of(r: &Resource) -> ObjectSchema<'_> {
@@ -34,7 +22,8 @@ fn schema_of(r: &Resource) -> ObjectSchema<'_> {
         return ObjectSchema::deduced();
     }
     match r.strategy.openapi_schema() {
-        Some(root) => ObjectSchema::custom(root, &NO_DEFINITIONS),
+        // The published schema refers to the built-in ObjectMeta.
+        Some(root) => ObjectSchema::custom(root, api::schema::builtin()),
         None => ObjectSchema::deduced(),
     }
 }

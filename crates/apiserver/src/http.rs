@@ -111,15 +111,11 @@ impl Query {
             .collect()
     }
 
+    /// A boolean parameter as upstream decodes it: absent is false, `0` and `false` (any
+    /// case) are false, anything else is true. Never an error (the `Result` keeps callers
+    /// uniform with [`Query::int`]).
     pub fn flag(&self, key: &str) -> Result<bool, ApiError> {
-        match self.get(key) {
-            None | Some("") => Ok(false),
-            Some(v) if crate::requestinfo::truthy(v) => Ok(true),
-            Some("0" | "f" | "F" | "false" | "FALSE" | "False") => Ok(false),
-            Some(v) => Err(ApiError::bad_request(format!(
-                "invalid value {v:?} for query parameter {key:?}: must be a boolean"
-            ))),
-        }
+        Ok(self.get(key).is_some_and(crate::requestinfo::truthy))
     }
 
     pub fn int(&self, key: &str) -> Result<Option<i64>, ApiError> {

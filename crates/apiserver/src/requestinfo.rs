@@ -30,9 +30,11 @@ pub struct RequestInfo {
 /// (`/api/v1/namespaces/foo/status` is the namespace foo's status).
 const NAMESPACE_SUBRESOURCES: &[&str] = &["status", "finalize"];
 
-/// Whether a `watch` query parameter value means true (as upstream parses booleans).
+/// Whether a boolean query parameter value means true, as upstream decodes query
+/// parameters (`runtime.Convert_Slice_string_To_bool`): everything but `0` and `false` (in
+/// any case) is true, the empty value included.
 pub fn truthy(v: &str) -> bool {
-    matches!(v, "1" | "t" | "T" | "true" | "TRUE" | "True")
+    !(v == "0" || v.eq_ignore_ascii_case("false"))
 }
 
 impl RequestInfo {
@@ -111,7 +113,10 @@ impl RequestInfo {
         }
 
         if info.name.is_empty() && info.verb == "get" {
-            let watch = query.iter().any(|(k, v)| k == "watch" && truthy(v));
+            let watch = query
+                .iter()
+                .find(|(k, _)| k == "watch")
+                .is_some_and(|(_, v)| truthy(v));
             info.verb = if watch { "watch" } else { "list" }.to_string();
         }
         if info.name.is_empty() && info.verb == "delete" {

@@ -115,13 +115,10 @@ async fn connection(
         .peer_certificates()
         .map(|c| c.iter().map(|c| c.clone().into_owned()).collect())
         .unwrap_or_default();
-    let peer = Peer {
-        certs,
-        addr: addr.to_string(),
-    };
+    let peer = Arc::new(Peer::new(certs, addr.to_string()));
     let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
         let server = Arc::clone(&server);
-        let peer = peer.clone();
+        let peer = Arc::clone(&peer);
         async move {
             let resp = std::panic::AssertUnwindSafe(server.handle(req, peer))
                 .catch_unwind()

@@ -613,6 +613,98 @@ fn bad_input(e: &Env) {
     assert!(!cms.contains("huge") && !cms.contains("aaaa"), "{cms}");
 }
 
+/// Server-side apply as upstream: two managers applying the same values co-own them (list
+/// items keyed by defaulted fields, as a port without `protocol`), a `kubectl scale` is
+/// recorded under the `scale` subresource, and a later apply of another value conflicts.
+fn server_side_apply(e: &Env) {
+    let manifest = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: ssa\nspec:\n  replicas: 2\n  selector:\n    matchLabels: {app: ssa}\n  template:\n    metadata:\n      labels: {app: ssa}\n    spec:\n      containers:\n      - name: c\n        image: nginx\n        ports:\n        - containerPort: 80\n";
+    for manager in ["first", "second"] {
+        let out = e.stdin(
+            &[
+                "apply",
+                "--server-side",
+                "--field-manager",
+                manager,
+                "-f",
+                "-",
+            ],
+            manifest,
+        );
+        assert!(
+            out.status.success(),
+            "apply by {manager}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let d = e.json(&["get", "deployment", "ssa", "--show-managed-fields"]);
+    let managed = d["metadata"]["managedFields"].as_array().unwrap();
+    for manager in ["first", "second"] {
+        let entry = managed
+            .iter()
+            .find(|m| m["manager"] == manager)
+            .unwrap_or_else(|| panic!("no entry for {manager}: {managed:?}"));
+        assert_eq!(entry["operation"], "Apply");
+        let ports = &entry["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"]["k:{\"name\":\"c\"}"]
+            ["f:ports"];
+        assert!(
+            ports
+                .get("k:{\"containerPort\":80,\"protocol\":\"TCP\"}")
+                .is_some(),
+            "{ports}"
+        );
+    }
+    e.ok(&["scale", "deployment", "ssa", "--replicas=5"]);
+    let d = e.json(&["get", "deployment", "ssa", "--show-managed-fields"]);
+    let scale = d["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["subresource"] == "scale")
+        .cloned()
+        .unwrap_or_else(|| panic!("no scale entry: {d}"));
+    assert_eq!(scale["operation"], "Update");
+    assert_eq!(
+        scale["fieldsV1"],
+        serde_json::json!({"f:spec": {"f:replicas": {}}})
+    );
+    assert_eq!(d["metadata"]["generation"], 2);
+    let out = e.stdin(
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager",
+            "first",
+            "-f",
+            "-",
+        ],
+        manifest,
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("with subresource \"scale\"") && err.contains(".spec.replicas"),
+        "{err}"
+    );
+    let out = e.stdin(
+        &[
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--field-manager",
+            "first",
+            "-f",
+            "-",
+        ],
+        manifest,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(e.json(&["get", "deployment", "ssa"])["spec"]["replicas"], 2);
+}
+
 macro_rules! scenarios {
     ($($name:ident),* $(,)?) => {
         mod sqlite_kubectl_1_33 {
@@ -638,4 +730,5 @@ scenarios!(
     field_validation,
     custom_resources,
     bad_input,
+    server_side_apply,
 );

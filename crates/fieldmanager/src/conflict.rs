@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::managed::ManagerId;
 use crate::path::Path;
-use crate::value::go_quote;
+use api::gofmt::go_quote;
 
 /// The `StatusCause.type` of an apply conflict.
 pub const CAUSE_FIELD_MANAGER_CONFLICT: &str = "FieldManagerConflict";

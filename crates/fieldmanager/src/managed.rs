@@ -9,7 +9,6 @@ use serde_json::{Map, Value};
 
 use crate::error::Error;
 use crate::set::FieldSet;
-use crate::value::write_json_string;
 
 /// The only `fieldsType` there is.
 pub const FIELDS_V1: &str = "FieldsV1";
@@ -159,9 +158,10 @@ impl ManagerId {
                 out.push(',');
             }
             first = false;
-            write_json_string(&mut out, k);
+            // Upstream marshals the identifier with encoding/json.
+            api::gofmt::write_json_string(&mut out, k, api::gofmt::JsonEncoder::Std);
             out.push(':');
-            write_json_string(&mut out, v);
+            api::gofmt::write_json_string(&mut out, v, api::gofmt::JsonEncoder::Std);
         }
         out.push('}');
         out
@@ -226,7 +226,7 @@ impl Managed {
                 other => {
                     return Err(format!(
                         "invalid fieldsType {} in managed fields entry {i}",
-                        crate::value::go_quote(other)
+                        api::gofmt::go_quote(other)
                     ));
                 }
             }

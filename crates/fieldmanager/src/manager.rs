@@ -274,7 +274,7 @@ impl<'a> FieldManager<'a> {
     ) -> Result<Step, Error> {
         let (live, managed) = if managed.fields.is_empty() {
             let empty = self.new_object();
-            self.update_capped(&empty, live.clone(), managed, BEFORE_FIRST_APPLY, now)?
+            self.update_capped(&empty, true, live.clone(), managed, BEFORE_FIRST_APPLY, now)?
         } else {
             (live.clone(), managed)
         };
@@ -411,7 +411,7 @@ impl<'a> FieldManager<'a> {
         if !live_obj.is_object() || !new.is_object() {
             return new.clone();
         }
-        match self.update_object(&live_obj, new, manager, now) {
+        match self.update_object(&live_obj, live.is_none(), new, manager, now) {
             Ok(v) => v,
             Err(_) => {
                 let mut out = new.clone();
@@ -421,9 +421,11 @@ impl<'a> FieldManager<'a> {
         }
     }
 
+    /// `live_is_typed`: `live` is already a typed view (the new object of a create).
     fn update_object(
         &self,
         live: &Value,
+        live_is_typed: bool,
         new: &Value,
         manager: &str,
         now: i64,
@@ -435,7 +437,7 @@ impl<'a> FieldManager<'a> {
             // Managed fields were emptied: tracking resumes with the next apply.
             (new_obj, managed)
         } else {
-            self.update_capped(&live_obj, new_obj, managed, manager, now)?
+            self.update_capped(&live_obj, live_is_typed, new_obj, managed, manager, now)?
         };
         set_managed_fields(&mut obj, managed.encode());
         Ok(obj)
@@ -467,13 +469,15 @@ impl<'a> FieldManager<'a> {
     fn update_capped(
         &self,
         live: &Value,
+        live_is_typed: bool,
         new: Value,
         managed: Managed,
         manager: &str,
         now: i64,
     ) -> Result<Step, Error> {
         let id = self.manager_id(manager, ManagerId::UPDATE);
-        let (obj, managed) = self.update_timestamped(live, new, managed, &id, now)?;
+        let (obj, managed) =
+            self.update_timestamped(live, live_is_typed, new, managed, &id, now)?;
         Ok((obj, self.cap_update_managers(managed)))
     }
 
@@ -482,12 +486,14 @@ impl<'a> FieldManager<'a> {
     fn update_timestamped(
         &self,
         live: &Value,
+        live_is_typed: bool,
         new: Value,
         managed: Managed,
         id: &str,
         now: i64,
     ) -> Result<Step, Error> {
-        let (obj, mut managed) = self.update_structured(live, new, managed, CURRENT_OPERATION)?;
+        let (obj, mut managed) =
+            self.update_structured(live, live_is_typed, new, managed, CURRENT_OPERATION)?;
         strip_meta(&mut managed, CURRENT_OPERATION);
         if let Some(vs) = managed.fields.remove(CURRENT_OPERATION) {
             let set = match managed.fields.get(id) {
@@ -510,11 +516,16 @@ impl<'a> FieldManager<'a> {
     fn update_structured(
         &self,
         live: &Value,
+        live_is_typed: bool,
         new: Value,
         managed: Managed,
         id: &str,
     ) -> Result<Step, Error> {
-        let live_t = self.schema.typed_view(live);
+        let live_t = if live_is_typed {
+            std::borrow::Cow::Borrowed(live)
+        } else {
+            std::borrow::Cow::Owned(self.schema.typed_view(live))
+        };
         let new_t = self.schema.typed_view(&new);
         let managers = self.reconcile_all(managed.fields);
         let (mut managers, c) = self
@@ -827,7 +838,8 @@ fn build_last_applied(applied: &Value) -> String {
         a
     });
     put_annotations(&mut copy, annotations);
-    let mut text = value::to_json(&copy);
+    // Upstream's last-applied updater encodes with encoding/json.
+    let mut text = api::gofmt::json(&copy);
     text.push('\n');
     text
 }

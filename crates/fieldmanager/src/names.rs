@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::error::Error;
 use crate::managed::{FIELDS_V1, ManagedFieldsEntry, ManagerId};
-use crate::value::is_go_print;
+use api::gofmt::is_print;
 
 /// The longest `fieldManager` upstream accepts, in bytes.
 pub const FIELD_MANAGER_MAX_LENGTH: usize = 128;
@@ -30,7 +30,7 @@ pub fn prefix_from_user_agent(user_agent: &str) -> String {
     let head = user_agent.split('/').next().unwrap_or("");
     let mut out = String::new();
     for c in head.chars() {
-        if !is_go_print(c) {
+        if !is_print(c) {
             continue;
         }
         if out.len() + c.len_utf8() > FIELD_MANAGER_MAX_LENGTH {
@@ -48,7 +48,7 @@ pub fn validate_field_manager(field_manager: &str, field: &str) -> Vec<FieldErro
         errs.push(FieldError::too_long(field, FIELD_MANAGER_MAX_LENGTH));
     }
     for (i, c) in field_manager.char_indices() {
-        if !is_go_print(c) {
+        if !is_print(c) {
             errs.push(FieldError::invalid(
                 field,
                 field_manager,

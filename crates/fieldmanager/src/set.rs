@@ -309,7 +309,7 @@ impl FieldSet {
             Value::Object(m) => Ok(read_level(m)?.0.unwrap_or_default()),
             other => Err(Error::InvalidFields(format!(
                 "fieldsV1 must be an object, got {}",
-                value::go_type_name(other)
+                api::gofmt::GoType::of(other).name()
             ))),
         }
     }
@@ -340,7 +340,7 @@ fn read_level(m: &Map<String, Value>) -> Result<(Option<FieldSet>, bool), Error>
             other => {
                 return Err(Error::InvalidFields(format!(
                     "parsing key {key:?}: expected an object, got {}",
-                    value::go_type_name(other)
+                    api::gofmt::GoType::of(other).name()
                 )));
             }
         };

@@ -15,7 +15,8 @@ use serde_json::{Map, Value};
 use crate::path::{PathElement, sort_key_fields};
 use crate::schema::{Atom, ListType, MapType, ObjectSchema, Rel, Scalar, TypeRef, reference};
 use crate::set::FieldSet;
-use crate::value::{self, go_quote, go_sharp_v, go_type_name, go_v, is_empty_map};
+use crate::value::{self, go_sharp_v, is_empty_map};
+use api::gofmt::{self, GoType, go_quote};
 
 /// How deep zero values are built (non-pointer structs cannot nest endlessly; this guards
 /// against cyclic schemas).
@@ -268,7 +269,7 @@ impl<'a> ObjectSchema<'a> {
             other => {
                 return vec![ValidationError::new(format!(
                     "expected map, got &{{{}}}",
-                    go_v(other)
+                    gofmt::v(other)
                 ))];
             }
         };
@@ -301,7 +302,7 @@ impl<'a> ObjectSchema<'a> {
             other => {
                 return vec![ValidationError::new(format!(
                     "expected list, got &{{{}}}",
-                    go_v(other)
+                    gofmt::v(other)
                 ))];
             }
         };
@@ -1015,13 +1016,16 @@ fn validate_scalar(s: Scalar, v: &Value) -> Option<String> {
         return None;
     }
     Some(match s {
-        Scalar::Numeric => format!("expected numeric (int or float), got {}", go_type_name(v)),
+        Scalar::Numeric => format!(
+            "expected numeric (int or float), got {}",
+            GoType::of(v).name()
+        ),
         Scalar::String => format!(
             "expected string, got &value.valueUnstructured{{Value:{}}}",
             go_sharp_v(v)
         ),
-        Scalar::Boolean => format!("expected boolean, got &{{{}}}", go_v(v)),
-        Scalar::Untyped => format!("expected any scalar, got &{{{}}}", go_v(v)),
+        Scalar::Boolean => format!("expected boolean, got &{{{}}}", gofmt::v(v)),
+        Scalar::Untyped => format!("expected any scalar, got &{{{}}}", gofmt::v(v)),
     })
 }
 

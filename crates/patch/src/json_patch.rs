@@ -217,7 +217,7 @@ fn atoi(s: &str) -> Result<i64, String> {
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return Err(format!(
             "strconv.Atoi: parsing {}: invalid syntax",
-            crate::gofmt::quote(s)
+            crate::gofmt::go_quote(s)
         ));
     }
     let negative = s.starts_with('-');
@@ -235,7 +235,7 @@ fn atoi(s: &str) -> Result<i64, String> {
             None => {
                 return Err(format!(
                     "strconv.Atoi: parsing {}: value out of range",
-                    crate::gofmt::quote(s)
+                    crate::gofmt::go_quote(s)
                 ));
             }
         };

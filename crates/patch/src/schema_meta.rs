@@ -111,7 +111,7 @@ impl<'s> Schemas<'s> {
                 let Some(field) = field else {
                     return Err(format!(
                         "unable to find api field in struct {name} for the json field {}",
-                        gofmt::quote(key)
+                        gofmt::go_quote(key)
                     ));
                 };
                 let meta = PatchMeta {

@@ -128,8 +128,8 @@ fn bad_arg_type(expected: GoType, actual: Option<&Value>) -> PatchError {
     let actual = actual.map_or(GoType::Nil, GoType::of);
     merge_err(format!(
         "expected a {}, but received a {}",
-        expected.name(),
-        actual.name()
+        expected.s(),
+        actual.s()
     ))
 }
 

@@ -2,11 +2,11 @@
 //! upstream's `apiextensions-apiserver` table convertor prints them.
 
 use crate::descriptions::{OBJECT_META_CREATION_TIMESTAMP, OBJECT_META_NAME};
-use crate::gofmt::{self, GoNumber, go_number};
 use crate::jsonpath::{Item, JsonPath};
 use crate::table::ColumnDefinition;
 use crate::time::{Nanos, human_duration, parse_rfc3339, sub};
 use crate::value::{self, as_int, string};
+use api::gofmt::{self, GoNumber, go_number};
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -104,7 +104,7 @@ impl CustomColumns {
                 Err(_) => {
                     error = Some(format!(
                         "unrecognized column definition {}",
-                        gofmt::quote(&c.json_path)
+                        gofmt::go_quote(&c.json_path)
                     ));
                     break;
                 }

@@ -32,7 +32,6 @@
 mod builtin;
 mod custom;
 mod descriptions;
-mod gofmt;
 mod jsonpath;
 mod quantity;
 mod selector;
@@ -64,7 +63,7 @@ pub enum IncludeObject {
 /// An `includeObject` value upstream does not know; upstream answers 400 Bad Request with
 /// this message (and only when the table has at least one row).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unrecognized includeObject value: {}", gofmt::quote(.0))]
+#[error("unrecognized includeObject value: {}", api::gofmt::go_quote(.0))]
 pub struct UnrecognizedIncludeObject(pub String);
 
 impl IncludeObject {

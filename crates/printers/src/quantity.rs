@@ -2,21 +2,16 @@
 //! `resource.Quantity.String()`, the canonical form. `1024Mi` prints `1Gi`, `1.5Gi` prints
 //! `1536Mi`, `0.5` prints `500m`, `1000M` prints `1G`.
 //!
-//! Parsing follows `resource.ParseQuantity` (sign, digits, optional fraction, then a decimal
-//! SI suffix, a binary SI suffix or a decimal exponent); values are exact decimals, rounded
-//! away from zero to nanounits, binary ones capped at 2^63-1. Canonicalization follows
+//! Parsing follows `resource.ParseQuantity`, with the api crate's lexing (sign, digits,
+//! optional fraction, then a decimal SI suffix, a binary SI suffix or a decimal exponent);
+//! values are exact decimals, rounded away from zero to nanounits, binary ones capped at
+//! 2^63-1. Canonicalization follows
 //! `CanonicalizeBytes`: binary quantities of at least 1024 in magnitude that are integers
 //! keep a binary suffix (factors of 1024 moved into it); everything else is printed with
 //! the exponent lowered to a multiple of 3 and the matching decimal suffix.
 
+use api::kinds::validate::quantity::{Format, Parts, interpret_suffix, split};
 use serde_json::Value;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Format {
-    DecimalExponent,
-    BinarySi,
-    DecimalSi,
-}
 
 /// A parsed quantity: `mantissa × 10^exponent`.
 #[derive(Debug, PartialEq, Eq)]
@@ -34,90 +29,6 @@ fn pow10(n: u32) -> Option<i128> {
     10i128.checked_pow(n)
 }
 
-/// `(base, exponent, format)` of a suffix, as upstream's suffixer interprets it.
-fn interpret(suffix: &str) -> Option<(u32, i32, Format)> {
-    let dec = |e| Some((10, e, Format::DecimalSi));
-    let bin = |e| Some((2, e, Format::BinarySi));
-    match suffix {
-        "n" => dec(-9),
-        "u" => dec(-6),
-        "m" => dec(-3),
-        "" => dec(0),
-        "k" => dec(3),
-        "M" => dec(6),
-        "G" => dec(9),
-        "T" => dec(12),
-        "P" => dec(15),
-        "E" => dec(18),
-        "Ki" => bin(10),
-        "Mi" => bin(20),
-        "Gi" => bin(30),
-        "Ti" => bin(40),
-        "Pi" => bin(50),
-        "Ei" => bin(60),
-        s if s.len() > 1 && (s.starts_with('e') || s.starts_with('E')) => {
-            let exp: i64 = s[1..].parse().ok()?;
-            Some((10, i32::try_from(exp).ok()?, Format::DecimalExponent))
-        }
-        _ => None,
-    }
-}
-
-/// Splits a quantity string into sign, integer digits, fraction digits and suffix, as
-/// upstream's `parseQuantityString`.
-fn split(s: &str) -> Option<(bool, &str, &str, &str)> {
-    let b = s.as_bytes();
-    let end = b.len();
-    let mut pos = 0;
-    let mut positive = true;
-    match b.first() {
-        Some(b'-') => {
-            positive = false;
-            pos = 1;
-        }
-        Some(b'+') => pos = 1,
-        _ => {}
-    }
-    while pos < end && b[pos] == b'0' {
-        pos += 1;
-    }
-    if pos >= end {
-        return Some((positive, "0", "", ""));
-    }
-    let num_start = pos;
-    while pos < end && b[pos].is_ascii_digit() {
-        pos += 1;
-    }
-    let num = if pos == num_start {
-        "0"
-    } else {
-        &s[num_start..pos]
-    };
-    let mut denom = "";
-    if pos < end && b[pos] == b'.' {
-        pos += 1;
-        let start = pos;
-        while pos < end && b[pos].is_ascii_digit() {
-            pos += 1;
-        }
-        denom = &s[start..pos];
-    }
-    let suffix_start = pos;
-    while pos < end && b"eEinumkKMGTP".contains(&b[pos]) {
-        pos += 1;
-    }
-    if pos < end && (b[pos] == b'-' || b[pos] == b'+') {
-        pos += 1;
-    }
-    while pos < end && b[pos].is_ascii_digit() {
-        pos += 1;
-    }
-    if pos != end {
-        return None;
-    }
-    Some((positive, num, denom, &s[suffix_start..]))
-}
-
 fn digits_value(digits: &str) -> Option<i128> {
     let mut v: i128 = 0;
     for d in digits.bytes() {
@@ -133,8 +44,13 @@ fn parse(s: &str) -> Option<Quantity> {
     if s.is_empty() {
         return None;
     }
-    let (positive, num, denom, suffix) = split(s)?;
-    let (base, exp, mut format) = interpret(suffix)?;
+    let Parts {
+        positive,
+        num,
+        denom,
+        suffix,
+    } = split(s).ok()?;
+    let (base, exp, mut format) = interpret_suffix(suffix)?;
     // Drop trailing zeros of the fraction: they change nothing but the digit count.
     let denom = denom.trim_end_matches('0');
     let mut mantissa = digits_value(&format!("{num}{denom}"))?;

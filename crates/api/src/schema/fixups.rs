@@ -197,6 +197,72 @@ fn insert_default(schema: &mut Value, default: Value) {
     wrap_ref(schema);
 }
 
+/// The non-zero `+default=` markers of upstream's Go types (k8s.io/api) that k8s-openapi's
+/// schemas leave out. They matter beyond documentation: a list-map key field missing from
+/// an item takes its default when the field manager identifies the item (a container port
+/// without `protocol` is the item `{containerPort, protocol: TCP}`). The zero-valued markers
+/// (`+default=false`, `""`, `0`) sit on pointer or `omitempty` fields and are left out, since
+/// a zero default here means "the Go zero struct serializes this field".
+const EXPLICIT_DEFAULTS: &[(&str, &str, &str)] = &[
+    ("io.k8s.api.core.v1.ContainerPort", "protocol", "TCP"),
+    ("io.k8s.api.core.v1.ServicePort", "protocol", "TCP"),
+    ("io.k8s.api.core.v1.RBDVolumeSource", "pool", "rbd"),
+    ("io.k8s.api.core.v1.RBDVolumeSource", "user", "admin"),
+    (
+        "io.k8s.api.core.v1.RBDVolumeSource",
+        "keyring",
+        "/etc/ceph/keyring",
+    ),
+    (
+        "io.k8s.api.core.v1.RBDPersistentVolumeSource",
+        "pool",
+        "rbd",
+    ),
+    (
+        "io.k8s.api.core.v1.RBDPersistentVolumeSource",
+        "user",
+        "admin",
+    ),
+    (
+        "io.k8s.api.core.v1.RBDPersistentVolumeSource",
+        "keyring",
+        "/etc/ceph/keyring",
+    ),
+    (
+        "io.k8s.api.core.v1.ISCSIVolumeSource",
+        "iscsiInterface",
+        "default",
+    ),
+    (
+        "io.k8s.api.core.v1.ISCSIPersistentVolumeSource",
+        "iscsiInterface",
+        "default",
+    ),
+    (
+        "io.k8s.api.core.v1.AzureDiskVolumeSource",
+        "cachingMode",
+        "ReadWrite",
+    ),
+    ("io.k8s.api.core.v1.AzureDiskVolumeSource", "fsType", "ext4"),
+    ("io.k8s.api.core.v1.AzureDiskVolumeSource", "kind", "Shared"),
+    (
+        "io.k8s.api.core.v1.ScaleIOVolumeSource",
+        "storageMode",
+        "ThinProvisioned",
+    ),
+    ("io.k8s.api.core.v1.ScaleIOVolumeSource", "fsType", "xfs"),
+    (
+        "io.k8s.api.core.v1.ScaleIOPersistentVolumeSource",
+        "storageMode",
+        "ThinProvisioned",
+    ),
+    (
+        "io.k8s.api.core.v1.ScaleIOPersistentVolumeSource",
+        "fsType",
+        "xfs",
+    ),
+];
+
 /// The definitions that describe structs (objects with properties).
 pub(crate) fn struct_names(defs: &BTreeMap<String, Value>) -> BTreeSet<String> {
     defs.iter()
@@ -213,6 +279,15 @@ pub(crate) fn struct_names(defs: &BTreeMap<String, Value>) -> BTreeSet<String> {
 /// and for `metadata`/`spec`/`status` of kinds (non-pointer structs), and the zero value or
 /// `{}` for the items of arrays of scalars or structs.
 pub(crate) fn apply_defaults(defs: &mut BTreeMap<String, Value>, structs: &BTreeSet<String>) {
+    for (definition, field, default) in EXPLICIT_DEFAULTS {
+        if let Some(prop) = defs
+            .get_mut(*definition)
+            .and_then(|d| d.get_mut("properties"))
+            .and_then(|p| p.get_mut(*field))
+        {
+            insert_default(prop, json!(default));
+        }
+    }
     for def in defs.values_mut() {
         let is_kind = def.get(GVK_EXTENSION).is_some();
         let required: BTreeSet<String> = def

@@ -13,8 +13,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1 as metav1;
 use serde_json::Value;
 
 use super::SelectorError;
+use crate::gofmt::{go_quote, go_string_slice};
 use crate::status::FieldError;
-use crate::validation::gofmt::{go_quote, go_string_slice};
 use crate::validation::names::{is_qualified_name, is_valid_label_value};
 use crate::validation::objectmeta::{child, index, key as key_path, type_invalid};
 use crate::validation::{validate_label_name, validate_labels_map};

@@ -32,8 +32,8 @@ pub use label::{
     validate_label_selector_requirement,
 };
 
+use crate::gofmt::go_quote;
 use crate::status::ApiError;
-use crate::validation::gofmt::go_quote;
 
 /// Why a selector could not be parsed or built. `Display` gives upstream's message.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -9,7 +9,7 @@
 
 use std::fmt::Write as _;
 
-use super::gofmt::go_quote;
+use crate::gofmt::go_quote;
 
 /// An address as the sloppy parser returns it, with what the strict parser would say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,13 +9,10 @@
 //! - [`objectmeta`]: [`validate_object_meta`] / [`validate_object_meta_update`] on the JSON
 //!   `metadata` object, and the label, annotation, finalizer, owner reference and managed
 //!   fields rules;
-//! - [`gofmt`]: Go's quoting (`%q`, `%#v`, `%#U`) and `unicode.IsPrint`, for messages that
-//!   embed user input as upstream's do.
 //!
 //! Checks return `Vec<String>` (messages) or `Vec<FieldError>`; an empty list means valid.
 //! None of them panics, whatever the input.
 
-pub mod gofmt;
 pub mod ip;
 pub mod names;
 pub mod objectmeta;
@@ -143,7 +140,7 @@ mod tests {
             let _ = name_is_dns1035_label(&s, prefix);
             let _ = validate_path_segment_name(&s, prefix);
             let _ = validate_field_manager(&s, "fieldManager");
-            let _ = gofmt::go_quote(&s);
+            let _ = crate::gofmt::go_quote(&s);
         }
 
         #[test]

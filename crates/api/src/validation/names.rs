@@ -481,7 +481,7 @@ pub fn is_relaxed_env_var_name(value: &str) -> Vec<String> {
     }
     if value
         .chars()
-        .any(|c| !c.is_ascii() || !super::gofmt::is_print(c) || c == '=')
+        .any(|c| !c.is_ascii() || !crate::gofmt::is_print(c) || c == '=')
     {
         errs.push(RELAXED_ENV_VAR_NAME_ERR_MSG.to_string());
     }

@@ -11,8 +11,8 @@
 
 use serde_json::{Map, Value};
 
-use super::gofmt::{go_quote, go_string_slice, go_unicode, is_print};
 use super::names::{is_qualified_name, is_valid_label_value, validate_namespace_name};
+use crate::gofmt::{go_quote, go_string_slice, go_unicode, is_print};
 use crate::status::{FieldError, FieldErrorType};
 
 /// `FieldImmutableErrorMsg`.

@@ -37,11 +37,24 @@ pub struct Server {
     pub min_request_timeout: Duration,
 }
 
-/// The TLS peer of a connection.
-#[derive(Clone, Debug, Default)]
+/// The TLS peer of a connection, shared by all of its requests.
+#[derive(Debug, Default)]
 pub struct Peer {
     pub certs: Vec<CertificateDer<'static>>,
     pub addr: String,
+    /// The x509 verdict for `certs`, computed on the connection's first request; a user
+    /// comes with the leaf's expiry, checked on every request.
+    pub x509: std::sync::OnceLock<Result<(UserInfo, i64), String>>,
+}
+
+impl Peer {
+    pub fn new(certs: Vec<CertificateDer<'static>>, addr: String) -> Peer {
+        Peer {
+            certs,
+            addr,
+            x509: std::sync::OnceLock::new(),
+        }
+    }
 }
 
 /// The upstream version this server speaks.
@@ -81,7 +94,7 @@ impl Server {
     pub async fn handle(
         self: Arc<Self>,
         req: Request<hyper::body::Incoming>,
-        peer: Peer,
+        peer: Arc<Peer>,
     ) -> Response<Body> {
         let started = Instant::now();
         let path = req.uri().path().to_string();
@@ -110,9 +123,11 @@ impl Server {
             namespace = %info.namespace,
             name = %info.name,
         );
-        let _enter = span.enter();
         let is_watch = info.verb == "watch";
-        let fut = self.clone().route(req, info.clone(), query, user);
+        let fut = tracing::Instrument::instrument(
+            self.clone().route(req, info.clone(), query, user),
+            span.clone(),
+        );
         let resp = if is_watch {
             fut.await
         } else {
@@ -126,6 +141,7 @@ impl Server {
         let code = resp.status().as_u16();
         self.metrics.observe(&info, code, started.elapsed());
         tracing::debug!(
+            parent: &span,
             code,
             elapsed_ms = started.elapsed().as_millis() as u64,
             "handled"
@@ -137,7 +153,22 @@ impl Server {
         if peer.certs.is_empty() {
             return Err("no credentials".into());
         }
-        self.x509.authenticate(&peer.certs)
+        let verdict = peer
+            .x509
+            .get_or_init(|| self.x509.authenticate_until(&peer.certs));
+        match verdict {
+            Ok((user, not_after)) => {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs() as i64);
+                if now > *not_after {
+                    Err("verifying certificate: the certificate has expired".into())
+                } else {
+                    Ok(user.clone())
+                }
+            }
+            Err(e) => Err(e.clone()),
+        }
     }
 
     async fn route(
@@ -296,6 +327,20 @@ impl Server {
             .ok_or_else(ApiError::path_not_found)?;
         if !subresource.is_empty() && r.info.subresource(&subresource).is_none() {
             return Err(ApiError::path_not_found());
+        }
+        // Routes upstream never installs (PUT or PATCH on a collection, POST on an object):
+        // go-restful answers 405 before any handler reads the body.
+        let no_route = match info.verb.as_str() {
+            "update" | "patch" => name.is_empty(),
+            "create" => !name.is_empty() && subresource.is_empty(),
+            _ => false,
+        };
+        if no_route {
+            return Err(ApiError::new(
+                405,
+                api::status::Reason::MethodNotAllowed,
+                "the server does not allow this method on the requested resource",
+            ));
         }
         if subresource.is_empty()
             && !r.info.has_verb(&info.verb)

@@ -224,6 +224,8 @@ pub(super) async fn list(
         || query.get("fieldSelector").is_some_and(|s| !s.is_empty());
     let under = r.info.list_prefix(ns);
     let limit = usize::try_from(query.int("limit")?.unwrap_or(0).max(0)).unwrap_or(0);
+    // Decoded (and refused when not an integer) as upstream decodes all of ListOptions.
+    query.int("timeoutSeconds")?;
     let rv = query.get("resourceVersion").filter(|s| !s.is_empty());
     let rv_match = query.get("resourceVersionMatch").filter(|s| !s.is_empty());
     match rv_match {

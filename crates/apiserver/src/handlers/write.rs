@@ -25,70 +25,92 @@ fn user_agent(headers: &HeaderMap) -> String {
         .to_string()
 }
 
-fn dry_run(query: &Query) -> Result<bool, ApiError> {
-    let values = query.all("dryRun");
-    if values.is_empty() {
-        return Ok(false);
-    }
-    for v in &values {
-        if *v != "All" {
-            return Err(ApiError::bad_request(format!(
-                "Invalid dry run value: {v:?}: supported values: \"All\""
-            )));
+/// Upstream's `Validate{Create,Update,Patch,Delete}Options` checks of the query options
+/// every write shares, after `errs` (the patch-specific ones). Failures are one 422 on the
+/// options kind.
+fn validate_options(
+    query: &Query,
+    options_kind: &str,
+    mut errs: Vec<FieldError>,
+) -> Result<(), ApiError> {
+    let delete = options_kind == "DeleteOptions";
+    if !delete && let Some(m) = query.get("fieldManager").filter(|s| !s.is_empty()) {
+        if m.len() > 128 {
+            errs.push(FieldError::too_long("fieldManager", 128));
+        }
+        if m.chars().any(|c| !(' '..='~').contains(&c)) {
+            errs.push(FieldError::invalid(
+                "fieldManager",
+                m,
+                "must be made of printable ASCII characters",
+            ));
         }
     }
-    Ok(true)
+    let dry_run = query.all("dryRun");
+    if dry_run.iter().any(|v| *v != "All") {
+        errs.push(FieldError::not_supported("dryRun", dry_run, &["All"]));
+    }
+    if !delete
+        && let Some(v) = query.get("fieldValidation")
+        && !matches!(v, "" | "Ignore" | "Warn" | "Strict")
+    {
+        errs.push(FieldError::not_supported(
+            "fieldValidation",
+            v,
+            &["", "Ignore", "Strict", "Warn"],
+        ));
+    }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::invalid("meta.k8s.io", options_kind, "", &errs))
+    }
 }
 
+/// The options of a write, validated as upstream validates `options_kind`
+/// (`CreateOptions`, `UpdateOptions`, `PatchOptions`, `DeleteOptions`).
 fn write_options(
     query: &Query,
     headers: &HeaderMap,
     user: &UserInfo,
+    options_kind: &str,
 ) -> Result<WriteOptions, ApiError> {
-    let field_manager = query
-        .get("fieldManager")
-        .filter(|s| !s.is_empty())
-        .map(str::to_string);
-    if let Some(m) = &field_manager {
-        if m.chars().count() > 128 {
-            return Err(ApiError::invalid(
-                "meta.k8s.io",
-                "PatchOptions",
-                "",
-                &[FieldError::too_long("fieldManager", 128)],
-            ));
-        }
-        if m.chars().any(|c| !(' '..='~').contains(&c)) {
-            return Err(ApiError::invalid(
-                "meta.k8s.io",
-                "PatchOptions",
-                "",
-                &[FieldError::invalid(
-                    "fieldManager",
-                    m.as_str(),
-                    "must be made of printable ASCII characters",
-                )],
-            ));
-        }
-    }
+    validate_options(query, options_kind, Vec::new())?;
+    write_options_unchecked(query, headers, user)
+}
+
+fn write_options_unchecked(
+    query: &Query,
+    headers: &HeaderMap,
+    user: &UserInfo,
+) -> Result<WriteOptions, ApiError> {
     Ok(WriteOptions {
         user: user.clone(),
         user_agent: user_agent(headers),
-        dry_run: dry_run(query)?,
-        field_manager,
-        field_validation: FieldValidation::parse(query.get("fieldValidation"))?,
+        dry_run: !query.all("dryRun").is_empty(),
+        field_manager: query
+            .get("fieldManager")
+            .filter(|s| !s.is_empty())
+            .map(str::to_string),
+        field_validation: FieldValidation::parse(query.get("fieldValidation"))
+            .unwrap_or(FieldValidation::Warn),
         apply: false,
     })
 }
 
+/// Reads and decodes a create or update body. `expected` is the (apiVersion, kind) of the
+/// URL; for built-in kinds (`typed`), a JSON or YAML body that leaves them out gets them
+/// from there, as upstream's decoder fills them in (`gvkWithDefaults`). Custom resources
+/// must name their kind (upstream's unstructured decoding requires it).
 async fn body_value(
     req: Request<hyper::body::Incoming>,
     expected: (&str, &str),
+    typed: bool,
 ) -> Result<(Value, ContentType, HeaderMap), ApiError> {
     let (parts, body) = req.into_parts();
     let ct = content_type(&parts.headers)?;
     let bytes = read_body(body).await?;
-    let value = match ct {
+    let mut value = match ct {
         ContentType::Json | ContentType::Yaml | ContentType::Protobuf => {
             decode_body(&bytes, ct, Some(expected))?
         }
@@ -99,6 +121,28 @@ async fn body_value(
             ));
         }
     };
+    if typed && let Some(m) = value.as_object_mut() {
+        let (api_version, kind) = expected;
+        let unset = |v: Option<&Value>| match v {
+            None | Some(Value::Null) => true,
+            Some(Value::String(s)) => s.is_empty(),
+            Some(_) => false,
+        };
+        if unset(m.get("kind")) {
+            m.insert("kind".into(), Value::from(kind));
+        }
+        // Group and version both missing: the URL's; a group without a version
+        // (`apps/`): the URL's version when the group is the URL's.
+        let default_group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        let group_only = m
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .and_then(|v| v.strip_suffix('/'))
+            .is_some_and(|g| g == default_group);
+        if unset(m.get("apiVersion")) || group_only {
+            m.insert("apiVersion".into(), Value::from(api_version));
+        }
+    }
     Ok((value, ct, parts.headers))
 }
 
@@ -128,13 +172,15 @@ pub(super) async fn create(
     query: &Query,
     user: &UserInfo,
 ) -> Result<Response<Body>, ApiError> {
-    let opts = write_options(query, req.headers(), user)?;
+    let opts = write_options(query, req.headers(), user, "CreateOptions")?;
     let api_version = r.info.api_version();
     let expected_kind = match subresource.and_then(|s| r.info.subresource(s)) {
         Some(sub) => sub.kind.clone(),
         None => r.info.kind.clone(),
     };
-    let (body, _, headers) = body_value(req, (&api_version, &expected_kind)).await?;
+    let typed = subresource.is_none()
+        && api::kinds::is_builtin(&r.info.group, &r.info.version, &r.info.kind);
+    let (body, _, headers) = body_value(req, (&api_version, &expected_kind), typed).await?;
     match subresource {
         Some("binding") => return bind(srv, r, ns, name, body, &opts).await,
         Some("eviction") => return evict(srv, r, ns, name, body, &opts).await,
@@ -159,13 +205,15 @@ pub(super) async fn update(
     query: &Query,
     user: &UserInfo,
 ) -> Result<Response<Body>, ApiError> {
-    let opts = write_options(query, req.headers(), user)?;
+    let opts = write_options(query, req.headers(), user, "UpdateOptions")?;
     let api_version = r.info.api_version();
     let expected_kind = match subresource.and_then(|s| r.info.subresource(s)) {
         Some(sub) => sub.kind.clone(),
         None => r.info.kind.clone(),
     };
-    let (body, _, headers) = body_value(req, (&api_version, &expected_kind)).await?;
+    let typed = subresource.is_none()
+        && api::kinds::is_builtin(&r.info.group, &r.info.version, &r.info.kind);
+    let (body, _, headers) = body_value(req, (&api_version, &expected_kind), typed).await?;
     match subresource {
         None | Some("status") | Some("finalize") => {
             let sub = subresource.map(|s| if s == "finalize" { "finalize" } else { s });
@@ -177,7 +225,7 @@ pub(super) async fn update(
             let rv = api::meta::resource_version(&body).map(str::to_string);
             let w = srv
                 .registry
-                .update_with(r, ns, name, None, &opts, |old| {
+                .update_with(r, ns, name, Some("scale"), &opts, |old| {
                     let old = old.ok_or_else(|| ApiError::not_found(r.gr(), name))?;
                     let mut new = old.clone();
                     new["spec"]["replicas"] = json!(replicas);
@@ -280,11 +328,10 @@ pub(super) async fn patch(
     query: &Query,
     user: &UserInfo,
 ) -> Result<Response<Body>, ApiError> {
-    let mut opts = write_options(query, req.headers(), user)?;
+    // Upstream's order: the patch type (415), the body (413), the options (400, 422), the
+    // patch document (400).
     let headers = req.headers().clone();
     let ct = content_type(&headers)?;
-    opts.apply = ct == ContentType::ApplyPatch;
-    let bytes = read_body(req.into_body()).await?;
     if matches!(
         ct,
         ContentType::Json | ContentType::Yaml | ContentType::Protobuf
@@ -297,11 +344,7 @@ pub(super) async fn patch(
             "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json",
         ));
     }
-    let patch_doc = match ct {
-        ContentType::ApplyPatch => decode_body(&bytes, ContentType::Yaml, None)?,
-        _ => serde_json::from_slice::<Value>(&bytes)
-            .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
-    };
+    // Custom resources have no strategic merge patch.
     let builtin = api::kinds::is_builtin(&r.info.group, &r.info.version, &r.info.kind);
     if ct == ContentType::StrategicMergePatch && !builtin {
         return Err(ApiError::unsupported_media_type(
@@ -309,25 +352,39 @@ pub(super) async fn patch(
             "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
         ));
     }
+    let bytes = read_body(req.into_body()).await?;
     let force = query.flag("force")?;
-    if ct != ContentType::ApplyPatch && query.get("force").is_some() {
-        return Err(ApiError::bad_request(
-            "force is only valid for apply patches",
+    let mut patch_errs = Vec::new();
+    if ct == ContentType::ApplyPatch {
+        if query.get("fieldManager").is_none_or(str::is_empty) {
+            patch_errs.push(FieldError::required(
+                "fieldManager",
+                "is required for apply patch",
+            ));
+        }
+    } else if query.get("force").is_some() {
+        patch_errs.push(FieldError::forbidden(
+            "force",
+            "may not be specified for non-apply patch",
         ));
     }
-    if ct == ContentType::ApplyPatch && opts.field_manager.is_none() {
-        return Err(ApiError::bad_request(
-            "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
-        ));
-    }
+    validate_options(query, "PatchOptions", patch_errs)?;
+    let mut opts = write_options_unchecked(query, &headers, user)?;
+    opts.apply = ct == ContentType::ApplyPatch;
+    let patch_doc = match ct {
+        ContentType::ApplyPatch => decode_body(&bytes, ContentType::Yaml, None)?,
+        _ => serde_json::from_slice::<Value>(&bytes)
+            .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
+    };
     let scale = subresource == Some("scale");
     let main_sub = if scale { None } else { subresource };
+    let tracked_sub = if scale { Some("scale") } else { subresource };
     let schema = schema_of(r);
     let field_validation = opts.field_validation;
     let registry = Arc::clone(&srv.registry);
     let w = srv
         .registry
-        .update_with(r, ns, name, main_sub, &opts, |old| {
+        .update_with(r, ns, name, tracked_sub, &opts, |old| {
             let precondition_rv = patch_doc["metadata"]["resourceVersion"]
                 .as_str()
                 .map(str::to_string);
@@ -484,7 +541,7 @@ pub(super) async fn delete(
     query: &Query,
     user: &UserInfo,
 ) -> Result<Response<Body>, ApiError> {
-    let mut wopts = write_options(query, req.headers(), user)?;
+    let mut wopts = write_options(query, req.headers(), user, "DeleteOptions")?;
     let (body, headers) = optional_body(req).await?;
     if let Some(b) = &body
         && let Some(d) = b["dryRun"].as_array()
@@ -511,7 +568,7 @@ pub(super) async fn delete_collection(
     query: &Query,
     user: &UserInfo,
 ) -> Result<Response<Body>, ApiError> {
-    let wopts = write_options(query, req.headers(), user)?;
+    let wopts = write_options(query, req.headers(), user, "DeleteOptions")?;
     let (body, _) = optional_body(req).await?;
     let opts = delete_options(body.as_ref(), query)?;
     let pred = {

@@ -15,6 +15,9 @@ use super::strategy::Strategy;
 pub struct Custom {
     /// The version's `openAPIV3Schema` (`None`: anything goes).
     schema: Option<Value>,
+    /// The schema as published (with `apiVersion`, `kind` and `metadata`), which
+    /// server-side apply types objects by, as upstream's CRD type converter does.
+    published_schema: Option<Value>,
     /// The version the objects are stored in (conversion strategy None: only `apiVersion`
     /// differs between versions).
     storage_api_version: String,
@@ -131,10 +134,13 @@ pub fn resources_of(crd: &Value) -> Vec<CustomResource> {
             storage_prefix: format!("/registry/{group}/{plural}"),
             storage_version: storage_version.clone(),
         };
+        let schema = v["schema"]["openAPIV3Schema"]
+            .as_object()
+            .map(|m| Value::Object(m.clone()));
+        let published_schema = schema.as_ref().and_then(|_| published(crd, version));
         let strategy = Custom {
-            schema: v["schema"]["openAPIV3Schema"]
-                .as_object()
-                .map(|m| Value::Object(m.clone())),
+            schema,
+            published_schema,
             storage_api_version: storage_api_version.clone(),
             has_status: info.subresource("status").is_some(),
             scale,
@@ -147,6 +153,19 @@ pub fn resources_of(crd: &Value) -> Vec<CustomResource> {
         });
     }
     out
+}
+
+/// The OpenAPI v3 definition of one served version of a CRD, as upstream publishes it.
+fn published(crd: &Value, version: &str) -> Option<Value> {
+    let versions: Vec<api::schema::CustomResourceVersion> =
+        api::schema::CustomResourceVersion::from_crd(crd)
+            .into_iter()
+            .filter(|v| v.version == version)
+            .collect();
+    let name = versions.first()?.definition_name();
+    api::schema::Schemas::with_custom_resources(&versions)
+        .get(&name)
+        .cloned()
 }
 
 impl Custom {
@@ -231,7 +250,7 @@ impl Strategy for Custom {
     }
 
     fn openapi_schema(&self) -> Option<&Value> {
-        self.schema.as_ref()
+        self.published_schema.as_ref()
     }
 }
 

@@ -422,17 +422,29 @@ impl Registry {
             group: "",
             resource: "namespaces",
         };
-        let kv = self
-            .store
-            .get(&format!("/registry/namespaces/{ns}"))
-            .await
-            .map_err(ApiError::internal)?
-            .ok_or_else(|| ApiError::not_found(ns_res, ns))?;
-        let terminating = serde_json::from_slice::<Value>(&kv.value)
+        // As upstream's NamespaceLifecycle: the namespace cache first, the store when the
+        // cache does not have it (yet).
+        let key = format!("/registry/namespaces/{ns}");
+        let cached = self
+            .cachers
+            .lock()
             .ok()
-            .is_some_and(|v| {
-                api::meta::deletion_timestamp(&v).is_some() || v["status"]["phase"] == "Terminating"
-            });
+            .and_then(|c| c.get("/registry/namespaces/").cloned())
+            .and_then(|c| c.get(&key));
+        let raw = match cached {
+            Some(o) => o.bytes.clone(),
+            None => {
+                self.store
+                    .get(&key)
+                    .await
+                    .map_err(ApiError::internal)?
+                    .ok_or_else(|| ApiError::not_found(ns_res, ns))?
+                    .value
+            }
+        };
+        let terminating = serde_json::from_slice::<Value>(&raw).ok().is_some_and(|v| {
+            api::meta::deletion_timestamp(&v).is_some() || v["status"]["phase"] == "Terminating"
+        });
         if terminating {
             return Err(ApiError::forbidden(
                 r.gr(),
@@ -510,7 +522,7 @@ impl Registry {
         } else {
             Vec::new()
         };
-        let bytes = stored::encode_for_store(&convert::to_storage(&r.info, obj.clone()));
+        let bytes = stored::encode_for_store(convert::to_storage(&r.info, obj.clone()));
         let ttl = r.strategy.ttl();
         let kv = match self.store.create(&key, Bytes::from(bytes), ttl).await {
             Ok(kv) => kv,
@@ -658,12 +670,15 @@ impl Registry {
             }
             m.insert("resourceVersion".into(), json!(current_rev.to_string()));
         }
+        // The scale subresource writes the main object through its main strategy (as
+        // upstream's ScaleREST does); only its managedFields are the subresource's.
+        let main = matches!(subresource, None | Some("scale"));
         match subresource {
             Some("status") => r
                 .strategy
                 .prepare_for_status_update(&r.info, &mut new, &old),
-            Some(_) => {}
-            None => r.strategy.prepare_for_update(&r.info, &mut new, &old),
+            _ if main => r.strategy.prepare_for_update(&r.info, &mut new, &old),
+            _ => {}
         }
         // Once deletion started, finalizers may only be removed, never added.
         if api::meta::deletion_timestamp(&old).is_some() {
@@ -687,7 +702,7 @@ impl Registry {
         }
         let mut errs = metacheck::object_meta(r, &new);
         errs.extend(metacheck::object_meta_update(r, &new, &old));
-        if subresource.is_none() {
+        if main {
             errs.extend(r.strategy.validate_update(&r.info, &new, &old));
         }
         if !errs.is_empty() {
@@ -735,7 +750,7 @@ impl Registry {
                 .await
                 .map_err(Retry::Fail)?;
         }
-        let bytes = stored::encode_for_store(&convert::to_storage(&r.info, new.clone()));
+        let bytes = stored::encode_for_store(convert::to_storage(&r.info, new.clone()));
         match self
             .store
             .update(&key, Bytes::from(bytes), current_rev, r.strategy.ttl())
@@ -934,7 +949,7 @@ impl Registry {
             if wopts.dry_run {
                 return Ok((obj, false));
             }
-            let bytes = stored::encode_for_store(&convert::to_storage(&r.info, obj.clone()));
+            let bytes = stored::encode_for_store(convert::to_storage(&r.info, obj.clone()));
             match self
                 .store
                 .update(&key, Bytes::from(bytes), kv.mod_revision, r.strategy.ttl())

@@ -5,8 +5,7 @@ use bytes::{Bytes, BytesMut};
 use serde_json::Value;
 
 /// Serializes an object for the store, dropping `metadata.resourceVersion`.
-pub fn encode_for_store(obj: &Value) -> Vec<u8> {
-    let mut obj = obj.clone();
+pub fn encode_for_store(mut obj: Value) -> Vec<u8> {
     if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
         m.remove("resourceVersion");
     }
@@ -143,7 +142,7 @@ mod tests {
     #[test]
     fn splices() {
         let obj = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "resourceVersion": "9"}, "spec": {}});
-        let stored = encode_for_store(&obj);
+        let stored = encode_for_store(obj.clone());
         let out = with_resource_version(&stored, 42);
         let v: Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v["metadata"]["resourceVersion"], "42");

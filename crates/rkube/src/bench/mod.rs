@@ -3,6 +3,7 @@
 // Benchmarks report on stdout.
 #![allow(clippy::print_stdout)]
 
+mod api;
 mod store;
 
 use std::time::Duration;
@@ -13,11 +14,14 @@ use clap::Subcommand;
 pub enum Bench {
     /// Storage backends: writes, reads, lists and watch delivery.
     Store(store::StoreArgs),
+    /// The API server over TLS: creates, gets, updates, a 10k-pod list, watch delivery, RSS.
+    Api(api::ApiArgs),
 }
 
 pub async fn run(which: Bench) -> anyhow::Result<()> {
     match which {
         Bench::Store(args) => store::run(args).await,
+        Bench::Api(args) => api::run(args).await,
     }
 }
 

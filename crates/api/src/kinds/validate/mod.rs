@@ -18,7 +18,7 @@ mod core;
 mod cron;
 mod misc;
 mod pod;
-pub(crate) mod quantity;
+pub mod quantity;
 mod resources;
 mod storage;
 mod tz;

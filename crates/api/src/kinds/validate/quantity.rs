@@ -2,12 +2,15 @@
 //! (`k8s.io/apimachinery/pkg/api/resource`): values are kept exactly at nano precision
 //! (upstream rounds finer values up), and printed in canonical form (`1000` → `1k`,
 //! `0.5` → `500m`, `1024Mi` → `1Gi`).
+//!
+//! The lexing ([`split`], [`interpret_suffix`]) is public: the printers crate parses
+//! quantities with it into its own exact representation.
 
 use std::cmp::Ordering;
 
 /// How a quantity was written, which decides how it is printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Format {
+pub enum Format {
     DecimalSi,
     BinarySi,
     DecimalExponent,
@@ -21,7 +24,7 @@ pub(crate) struct Quantity {
 }
 
 /// Upstream's `ErrFormatWrong`.
-pub(crate) const ERR_FORMAT_WRONG: &str =
+pub const ERR_FORMAT_WRONG: &str =
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
 /// Upstream's `ErrNumeric`.
 pub(crate) const ERR_NUMERIC: &str = "unable to parse numeric part of quantity";
@@ -45,15 +48,19 @@ fn div_up(a: i128, b: i128) -> i128 {
     if a % b != 0 { q + a.signum() } else { q }
 }
 
-struct Parts<'a> {
-    positive: bool,
-    num: &'a str,
-    denom: &'a str,
-    suffix: &'a str,
+/// A quantity string's lexical parts: sign, integer digits (leading zeros dropped, `0` when
+/// none), fraction digits, and suffix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Parts<'a> {
+    pub positive: bool,
+    pub num: &'a str,
+    pub denom: &'a str,
+    pub suffix: &'a str,
 }
 
-/// `parseQuantityString`.
-fn split(s: &str) -> Result<Parts<'_>, &'static str> {
+/// Upstream's `parseQuantityString`: splits a quantity into its [`Parts`], or
+/// [`ERR_FORMAT_WRONG`].
+pub fn split(s: &str) -> Result<Parts<'_>, &'static str> {
     let b = s.as_bytes();
     let end = b.len();
     let mut pos = 0;
@@ -117,8 +124,9 @@ fn split(s: &str) -> Result<Parts<'_>, &'static str> {
     })
 }
 
-/// The base (10 or 2), exponent and format of a suffix.
-fn interpret_suffix(suffix: &str) -> Option<(u32, i32, Format)> {
+/// The base (10 or 2), exponent and format of a suffix, as upstream's suffixer interprets it
+/// (`None` for an unknown suffix).
+pub fn interpret_suffix(suffix: &str) -> Option<(u32, i32, Format)> {
     let dec = |e| Some((10, e, Format::DecimalSi));
     let bin = |e| Some((2, e, Format::BinarySi));
     match suffix {
