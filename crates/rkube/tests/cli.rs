@@ -65,3 +65,40 @@ fn bench_store_rejects_unknown_backend() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("invalid value 'mongodb'"));
 }
+
+#[test]
+fn bench_api_prints_its_summary_line() {
+    let out = rkube()
+        .args([
+            "bench",
+            "api",
+            "--clients",
+            "2",
+            "--seconds",
+            "1",
+            "--list-pods",
+            "50",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("api-bench clients=2 creates_per_s="))
+        .unwrap_or_else(|| panic!("no summary line:\n{stdout}"));
+    for field in [
+        " create_p99_ms=",
+        " gets_per_s=",
+        " get_p99_ms=",
+        " list10k_ms=",
+        " rss_mb=",
+    ] {
+        assert!(line.contains(field), "{line}");
+    }
+    assert!(stdout.contains("list 50 pods ms"), "{stdout}");
+}
