@@ -490,6 +490,11 @@ impl Backend for EtcdBackend {
             Err(e) => return Err(etcd_err(e)),
         };
         let kvs = resp.kvs().iter().map(to_kv).collect::<Result<Vec<_>>>()?;
+        let remaining = if resp.more() {
+            (resp.count() - i64::try_from(kvs.len()).unwrap_or(i64::MAX)).max(0)
+        } else {
+            0
+        };
         Ok(ListResult {
             kvs,
             revision: if opts.revision > 0 {
@@ -498,6 +503,7 @@ impl Backend for EtcdBackend {
                 header_revision(resp.header())
             },
             more: resp.more(),
+            remaining,
         })
     }
 

@@ -126,6 +126,9 @@ pub struct ListResult {
     pub revision: Revision,
     /// Whether keys after the last returned one exist in the snapshot.
     pub more: bool,
+    /// How many live keys of the range come after the last returned one in the snapshot
+    /// (etcd's range `count` minus the keys returned); `0` when `more` is false.
+    pub remaining: i64,
 }
 
 /// The result of a delete.

@@ -281,22 +281,27 @@ impl Backend for MemoryBackend {
             opts.limit
         };
         let mut kvs = Vec::new();
-        let mut more = false;
+        let mut remaining = 0i64;
         for (_, revs) in st.history.range::<str, _>((lower, upper)) {
             let idx = revs.partition_point(|r| *r <= at);
-            let Some(kv) = idx.checked_sub(1).and_then(|i| st.kv(revs[i])) else {
+            let Some(i) = idx.checked_sub(1) else {
                 continue;
             };
             if kvs.len() == limit {
-                more = true;
-                break;
+                if st.kv(revs[i]).is_some() {
+                    remaining += 1;
+                }
+                continue;
             }
-            kvs.push(kv);
+            if let Some(kv) = st.kv(revs[i]) {
+                kvs.push(kv);
+            }
         }
         Ok(ListResult {
             kvs,
             revision: at,
-            more,
+            more: remaining > 0,
+            remaining,
         })
     }
 

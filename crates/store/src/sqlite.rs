@@ -874,10 +874,27 @@ fn list_in(conn: &mut Connection, opts: &ListOptions) -> Result<ListResult> {
     } else {
         opts.limit
     });
+    let remaining = match kvs.last() {
+        Some(last) if more => {
+            let sql = if at == current {
+                "SELECT COUNT(*) FROM kv_current WHERE key > ?1 AND key < ?2 AND ?3 > 0"
+            } else {
+                "SELECT COUNT(*) FROM ( \
+                   SELECT MAX(revision) AS rev, deleted FROM kv_log \
+                   WHERE key > ?1 AND key < ?2 AND revision <= ?3 GROUP BY key) \
+                 WHERE deleted = 0"
+            };
+            tx.prepare_cached(sql)
+                .and_then(|mut s| s.query_row(params![last.key, hi, at], |r| r.get(0)))
+                .map_err(sql_err)?
+        }
+        _ => 0,
+    };
     Ok(ListResult {
         kvs,
         revision: at,
         more,
+        remaining,
     })
 }
 

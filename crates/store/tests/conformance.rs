@@ -150,6 +150,7 @@ async fn list_and_paginate(h: &Harness) {
         .unwrap();
     assert_eq!(p1.kvs.len(), 4);
     assert!(p1.more);
+    assert_eq!(p1.remaining, 6);
     let v5 = s.get("/l/a/05").await.unwrap().unwrap();
     s.update("/l/a/05", b("changed"), v5.mod_revision, None)
         .await
@@ -170,6 +171,8 @@ async fn list_and_paginate(h: &Harness) {
     assert_eq!(p2keys, ["/l/a/04", "/l/a/05", "/l/a/06", "/l/a/07"]);
     assert_eq!(p2.kvs[1].value, b("v5"));
     assert!(p2.more);
+    // Counted in the snapshot: the later delete and create do not change it.
+    assert_eq!(p2.remaining, 2);
     let p3 = s
         .list(ListOptions {
             prefix: "/l/a/".into(),
@@ -181,6 +184,17 @@ async fn list_and_paginate(h: &Harness) {
         .unwrap();
     assert_eq!(p3.kvs.len(), 2);
     assert!(!p3.more);
+    assert_eq!(p3.remaining, 0);
+    // At the latest revision too (SQLite counts live keys differently there).
+    let latest = s
+        .list(ListOptions {
+            prefix: "/l/a/".into(),
+            limit: 3,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(latest.remaining, 7);
 
     // The latest view has the changes.
     let now = s.list(ListOptions::prefix("/l/a/")).await.unwrap();

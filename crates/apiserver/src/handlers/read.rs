@@ -153,8 +153,10 @@ async fn list_from_store(
             })?;
         rv = res.revision;
         let mut last_examined = None;
+        let mut examined = 0usize;
         for kv in &res.kvs {
             last_examined = Some(kv.key.clone());
+            examined += 1;
             let obj = make_object(&kv.key, &kv.value, kv.mod_revision, &fields_fn);
             if pred(&obj) {
                 items.push(obj);
@@ -179,16 +181,11 @@ async fn list_from_store(
             } else {
                 None
             };
+            // As upstream: the keys after this page in the list's snapshot, only when no
+            // selector filters them (a count of unfiltered keys would mislead).
             let remaining = if continue_token.is_some() && !filtered {
-                let (total, _) = srv
-                    .registry
-                    .store
-                    .count(under)
-                    .await
-                    .map_err(|e| crate::registry::store_error(r, "", e))?;
-                // An estimate, as upstream's: counted at the latest revision.
-                let consumed = items.len() as i64;
-                Some((total - consumed).max(0))
+                let unread = i64::try_from(res.kvs.len() - examined).unwrap_or(0);
+                Some(unread + res.remaining)
             } else {
                 None
             };
