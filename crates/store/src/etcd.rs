@@ -636,6 +636,14 @@ impl Backend for EtcdBackend {
         opts: WatchOptions,
     ) -> Result<WatchStream> {
         validate_prefix(prefix)?;
+        // "From now" is pinned to the revision current when the call is made: a watch the
+        // server registers later (or a lagging member serves) still starts there, so a
+        // write acknowledged after this call returns is never missed.
+        let after = if after == 0 {
+            self.current_revision().await?
+        } else {
+            after
+        };
         if after > 0 {
             let compacted = self.compacted_revision().await?;
             if after < compacted {
