@@ -6,6 +6,7 @@
 //! every resource over the store through a watch cache per resource.
 
 pub mod authn;
+pub mod authz;
 mod crds;
 pub mod discovery;
 mod fieldmgr;
@@ -59,6 +60,12 @@ pub struct Config {
     /// Extra names and addresses for the serving certificate.
     pub tls_san: Vec<String>,
     pub service_cluster_ip_range: String,
+    /// `--authorization-mode`: the authorizers after the `system:masters` superuser, in
+    /// order (`AlwaysAllow`, `AlwaysDeny`, `ABAC`, `RBAC`, `Node`; upstream default
+    /// `Node,RBAC`).
+    pub authorization_mode: Vec<String>,
+    /// `--authorization-policy-file`: the ABAC policy (mode `ABAC` only).
+    pub authorization_policy_file: Option<PathBuf>,
     /// `--event-ttl` (upstream default 1 h).
     pub event_ttl: Duration,
     /// `--etcd-compaction-interval` (upstream default 5 min; 0 disables).
@@ -67,6 +74,13 @@ pub struct Config {
     pub request_timeout: Duration,
     /// `--min-request-timeout` (upstream default 1800 s): watches last 1–2× this.
     pub min_request_timeout: Duration,
+    /// `--token-auth-file`: static bearer tokens (`token,user,uid,"group1,group2"`).
+    pub token_auth_file: Option<PathBuf>,
+    /// `--basic-auth-file`: static passwords (`password,user,uid,"group1,group2"`).
+    pub basic_auth_file: Option<PathBuf>,
+    /// `--anonymous-auth`: requests without credentials are `system:anonymous`
+    /// (the health and version paths always are).
+    pub anonymous_auth: bool,
 }
 
 impl Config {
@@ -77,10 +91,15 @@ impl Config {
             https_port: 6443,
             tls_san: Vec::new(),
             service_cluster_ip_range: "10.43.0.0/16".into(),
+            authorization_mode: vec!["Node".into(), "RBAC".into()],
+            authorization_policy_file: None,
             event_ttl: Duration::from_secs(3600),
             compaction_interval: Duration::from_secs(300),
             request_timeout: Duration::from_secs(60),
             min_request_timeout: Duration::from_secs(1800),
+            token_auth_file: None,
+            basic_auth_file: None,
+            anonymous_auth: false,
         }
     }
 }
@@ -118,6 +137,27 @@ fn first_service_ip(range: &str) -> Option<IpAddr> {
     }
 }
 
+/// The authenticator chain the flags select, in upstream's order (x509, basic auth, token
+/// file); a bad file stops the start-up.
+fn authn_chain(
+    config: &Config,
+    client_roots: rustls::RootCertStore,
+) -> Result<authn::Chain, Error> {
+    let mut authenticators: Vec<Box<dyn authn::Authenticator>> = vec![Box::new(
+        authn::X509Authenticator::new(Arc::new(client_roots))?,
+    )];
+    if let Some(path) = &config.basic_auth_file {
+        authenticators.push(Box::new(authn::BasicAuthFile::load(path)?));
+    }
+    if let Some(path) = &config.token_auth_file {
+        authenticators.push(Box::new(authn::TokenFile::load(path)?));
+    }
+    Ok(authn::Chain {
+        authenticators,
+        anonymous: config.anonymous_auth,
+    })
+}
+
 /// Starts the API server on `store`.
 pub async fn start(
     config: Config,
@@ -133,7 +173,7 @@ pub async fn start(
     let pki = Pki::ensure(&config.data_dir, &sans)?;
     let client_roots = server::load_roots(&pki.client_ca_cert)?;
     let tls = server::tls_config(&pki.serving_cert, &pki.serving_key, &client_roots)?;
-    let x509 = authn::X509Authenticator::new(Arc::new(client_roots))?;
+    let authn = authn_chain(&config, client_roots)?;
 
     let addr = SocketAddr::new(config.bind_address, config.https_port);
     let listener = tokio::net::TcpListener::bind(addr)
@@ -173,9 +213,15 @@ pub async fn start(
         service_range,
         (advertise.to_string(), addr.port()),
     );
+    let authz = authz::chain(
+        &config.authorization_mode,
+        config.authorization_policy_file.as_deref(),
+        &registry,
+    )?;
     let srv = Arc::new(Server {
         registry: Arc::clone(&registry),
-        x509,
+        authz,
+        authn,
         server_address: format!("{host}:{}", addr.port()),
         metrics: metrics::Metrics::default(),
         openapi: openapi::OpenApi::default(),
@@ -258,6 +304,7 @@ async fn bootstrap(registry: &Arc<Registry>) {
             name: "system:apiserver".into(),
             uid: String::new(),
             groups: vec!["system:masters".into()],
+            extra: Default::default(),
         },
         user_agent: "rkube-apiserver".into(),
         dry_run: false,
@@ -278,6 +325,8 @@ async fn bootstrap(registry: &Arc<Registry>) {
         }
     }
     kubernetes_service(registry, &system).await;
+    authz::ensure_bootstrap_policy(registry, &system).await;
+    tokio::spawn(authz::run_aggregation(Arc::clone(registry), system.clone()));
     for r in registry.all().iter() {
         if !r.info.storage_prefix.is_empty() {
             let _ = r.cacher.wait_for(1, Duration::from_secs(10)).await;

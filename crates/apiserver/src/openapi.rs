@@ -53,7 +53,11 @@ impl OpenApi {
         let resources: Vec<api::catalog::ResourceInfo> = registry
             .all()
             .iter()
-            .filter(|r| !r.info.storage_prefix.is_empty() || r.info.plural == "bindings")
+            .filter(|r| {
+                !r.info.storage_prefix.is_empty()
+                    || r.info.plural == "bindings"
+                    || crate::registry::virtuals::lookup(&r.info).is_some()
+            })
             .map(|r| r.info.clone())
             .collect();
         let schemas = Arc::new(Schemas::with_custom_resources(&registry.custom_schemas()));

@@ -111,6 +111,7 @@ fn write_options(dry_run: bool, field_validation: FieldValidation) -> WriteOptio
             name: "admin".into(),
             uid: String::new(),
             groups: vec!["system:masters".into()],
+            extra: Default::default(),
         },
         user_agent: "decoder-props".into(),
         dry_run,

@@ -24,7 +24,7 @@ enum Command {
     /// Print the version.
     Version,
     /// Run the control plane (API server) on an embedded or etcd datastore.
-    Server(cmd::server::ServerArgs),
+    Server(Box<cmd::server::ServerArgs>),
     /// Run a benchmark and print its figures.
     Bench {
         #[command(subcommand)]
@@ -57,7 +57,7 @@ fn main() -> anyhow::Result<()> {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()?;
-            rt.block_on(cmd::server::run(args))
+            rt.block_on(cmd::server::run(*args))
         }
         Command::Bench { which } => {
             let rt = tokio::runtime::Builder::new_multi_thread()

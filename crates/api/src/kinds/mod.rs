@@ -85,6 +85,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext
 
 kinds! {
     ("", "v1", "Binding") => k::core::v1::Binding,
+    ("authentication.k8s.io", "v1", "SelfSubjectReview") => k::authentication::v1::SelfSubjectReview,
     ("", "v1", "ConfigMap") => k::core::v1::ConfigMap,
     ("", "v1", "Endpoints") => k::core::v1::Endpoints,
     ("", "v1", "Event") => k::core::v1::Event,

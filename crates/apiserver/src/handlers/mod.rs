@@ -14,7 +14,7 @@ use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use rustls::pki_types::CertificateDer;
 use serde_json::{Value, json};
 
-use crate::authn::{UserInfo, X509Authenticator};
+use crate::authn::{Chain, Unauthenticated, UserInfo};
 use crate::discovery;
 use crate::http::{Body, Query, error_response, json_response, json_value, text_response};
 use crate::metrics::Metrics;
@@ -25,7 +25,10 @@ use crate::requestinfo::RequestInfo;
 /// Everything a request handler needs.
 pub struct Server {
     pub registry: Arc<Registry>,
-    pub x509: X509Authenticator,
+    /// The authorizer chain (`system:masters`, then `--authorization-mode`).
+    pub authz: auth::Union,
+    /// The authenticator chain (x509, tokens, basic auth, anonymous).
+    pub authn: Chain,
     /// `host:port` clients reach the server at.
     pub server_address: String,
     pub metrics: Metrics,
@@ -93,27 +96,40 @@ impl Server {
     /// Handles one request (never fails: errors become `Status` responses).
     pub async fn handle(
         self: Arc<Self>,
-        req: Request<hyper::body::Incoming>,
+        mut req: Request<hyper::body::Incoming>,
         peer: Arc<Peer>,
     ) -> Response<Body> {
         let started = Instant::now();
         let path = req.uri().path().to_string();
         let query = Query::parse(req.uri().query());
         let info = RequestInfo::parse(req.method(), &path, &query.0);
-        let user = match self.authenticate(&peer) {
-            Ok(u) => u,
-            Err(reason) if is_public(&path) => {
-                tracing::trace!(%reason, "anonymous request to a public path");
+        let user = match self.authn.authenticate(req.headers(), &peer) {
+            Ok(u) => {
+                // Upstream's filter: credentials are not for the handlers.
+                req.headers_mut().remove(header::AUTHORIZATION);
+                u
+            }
+            Err(Unauthenticated::NoCredentials) if is_public(&path) => {
+                tracing::trace!("anonymous request to a public path");
                 UserInfo::anonymous()
             }
-            Err(reason) => {
-                tracing::debug!(%path, %reason, peer = %peer.addr, "authentication failed");
+            Err(e) => {
+                let reason = match e {
+                    Unauthenticated::NoCredentials => "no credentials".to_string(),
+                    Unauthenticated::Rejected(r) => r,
+                };
+                tracing::debug!(%path, %reason, peer = %peer.addr, "Unable to authenticate the request");
                 let r = error_response(&ApiError::unauthorized());
                 self.metrics
                     .observe(&info, r.status().as_u16(), started.elapsed());
                 return r;
             }
         };
+        if let Some(r) = self.forbidden(&info, &user) {
+            self.metrics
+                .observe(&info, r.status().as_u16(), started.elapsed());
+            return r;
+        }
         let span = tracing::info_span!(
             "request",
             verb = %info.verb,
@@ -149,26 +165,26 @@ impl Server {
         resp
     }
 
-    fn authenticate(&self, peer: &Peer) -> Result<UserInfo, String> {
-        if peer.certs.is_empty() {
-            return Err("no credentials".into());
+    /// Upstream's `WithAuthorization` filter: anything but `Allow` is a 403 Forbidden
+    /// response.
+    fn forbidden(&self, info: &RequestInfo, user: &UserInfo) -> Option<Response<Body>> {
+        use auth::Authorizer;
+        let attributes = crate::authz::attributes(info, user);
+        let (decision, reason) = self.authz.authorize(&attributes);
+        if decision == auth::Decision::Allow {
+            return None;
         }
-        let verdict = peer
-            .x509
-            .get_or_init(|| self.x509.authenticate_until(&peer.certs));
-        match verdict {
-            Ok((user, not_after)) => {
-                let now = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_secs() as i64);
-                if now > *not_after {
-                    Err("verifying certificate: the certificate has expired".into())
-                } else {
-                    Ok(user.clone())
-                }
-            }
-            Err(e) => Err(e.clone()),
-        }
+        tracing::debug!(
+            user = %user.name,
+            verb = %info.verb,
+            path = %info.path,
+            %reason,
+            "Forbidden"
+        );
+        Some(error_response(&crate::authz::forbidden(
+            &attributes,
+            &reason,
+        )))
     }
 
     async fn route(
@@ -323,7 +339,10 @@ impl Server {
         let r = self
             .registry
             .lookup(&info.api_group, &info.api_version, resource_name)
-            .filter(|r| !r.info.storage_prefix.is_empty())
+            .filter(|r| {
+                !r.info.storage_prefix.is_empty()
+                    || crate::registry::virtuals::lookup(&r.info).is_some()
+            })
             .ok_or_else(ApiError::path_not_found)?;
         if !subresource.is_empty() && r.info.subresource(&subresource).is_none() {
             return Err(ApiError::path_not_found());

@@ -190,8 +190,30 @@ pub(super) async fn create(
     if !name.is_empty() {
         return Err(ApiError::method_not_supported(r.gr(), "create"));
     }
+    if let Some(v) = crate::registry::virtuals::lookup(&r.info) {
+        return create_virtual(srv, r, v, body, &headers, query, &opts);
+    }
     let w = srv.registry.create(r, ns, body, &opts).await?;
     written_response(r, w, &headers, query)
+}
+
+/// A create of a resource that stores nothing: the body is decoded through its type (a
+/// body of the wrong shape is a 400, as upstream's decoder), the answer computed.
+fn create_virtual(
+    srv: &Arc<Server>,
+    r: &Arc<Resource>,
+    v: &dyn crate::registry::virtuals::VirtualResource,
+    body: Value,
+    headers: &HeaderMap,
+    query: &Query,
+    opts: &WriteOptions,
+) -> Result<Response<Body>, ApiError> {
+    if let Some(Err(e)) = api::kinds::decode(&r.info.group, &r.info.version, &r.info.kind, &body) {
+        return Err(ApiError::bad_request(e.to_string()));
+    }
+    let out = v.create(body, &opts.user, &srv.registry.now())?;
+    let accept = negotiate(headers)?;
+    object_response(r, StatusCode::CREATED, &out, accept, query, &[])
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -157,6 +157,9 @@ pub struct Cacher {
     fields: FieldsFn,
     state: Mutex<State>,
     revision_tx: watch::Sender<Revision>,
+    /// Bumped whenever the set of cached objects changes (not on progress notifications),
+    /// so consumers re-derive what they parsed from the cache only when needed.
+    generation_tx: watch::Sender<u64>,
 }
 
 /// A watch resuming too far back.
@@ -183,6 +186,7 @@ impl Cacher {
                 ready: false,
             }),
             revision_tx,
+            generation_tx: watch::channel(0).0,
         });
         let weak = Arc::downgrade(&cacher);
         tokio::spawn(async move {
@@ -261,6 +265,7 @@ impl Cacher {
             st.ready = true;
         }
         self.revision_tx.send_replace(revision);
+        self.generation_tx.send_modify(|g| *g += 1);
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
             tokio::select! {
@@ -323,6 +328,7 @@ impl Cacher {
         trim(&mut st);
         drop(st);
         self.revision_tx.send_replace(revision);
+        self.generation_tx.send_modify(|g| *g += 1);
     }
 
     fn housekeeping(&self) {
@@ -358,6 +364,16 @@ impl Cacher {
     /// The revision the cache has reached.
     pub fn revision(&self) -> Revision {
         *self.revision_tx.borrow()
+    }
+
+    /// How many times the cached objects changed (a counter, not a store revision).
+    pub fn generation(&self) -> u64 {
+        *self.generation_tx.borrow()
+    }
+
+    /// A receiver notified whenever the cached objects change.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.generation_tx.subscribe()
     }
 
     /// Waits until the cache reflects the store up to `rev`; `false` on timeout.

@@ -11,6 +11,7 @@ mod metacheck;
 pub mod services;
 pub mod stored;
 pub mod strategy;
+pub mod virtuals;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -306,7 +307,7 @@ impl Registry {
         }
     }
 
-    fn now(&self) -> String {
+    pub(crate) fn now(&self) -> String {
         rfc3339(self.clock.now_ms())
     }
 

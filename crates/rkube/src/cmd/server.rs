@@ -41,6 +41,13 @@ pub struct ServerArgs {
     /// Range of Service cluster IPs.
     #[arg(long, default_value = "10.43.0.0/16")]
     pub service_cluster_ip_range: String,
+    /// Ordered comma list of authorizers after the system:masters superuser:
+    /// AlwaysAllow, AlwaysDeny, ABAC, Webhook, RBAC, Node.
+    #[arg(long, default_value = "Node,RBAC", value_delimiter = ',')]
+    pub authorization_mode: Vec<String>,
+    /// The ABAC policy file (JSON lines), for --authorization-mode=ABAC.
+    #[arg(long)]
+    pub authorization_policy_file: Option<PathBuf>,
     /// How long Events live.
     #[arg(long, default_value = "1h", value_parser = parse_duration)]
     pub event_ttl: Duration,
@@ -53,6 +60,16 @@ pub struct ServerArgs {
     /// Watches last between this and twice this, unless the client sets timeoutSeconds.
     #[arg(long, default_value_t = 1800)]
     pub min_request_timeout: u64,
+    /// Static bearer tokens: CSV `token,user,uid,"group1,group2"`.
+    #[arg(long)]
+    pub token_auth_file: Option<PathBuf>,
+    /// Static passwords for basic auth: CSV `password,user,uid,"group1,group2"`.
+    #[arg(long)]
+    pub basic_auth_file: Option<PathBuf>,
+    /// Requests without credentials are served as `system:anonymous` (`--anonymous-auth`
+    /// or `--anonymous-auth=true|false`).
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub anonymous_auth: bool,
 }
 
 /// Parses Go-style durations: `90s`, `5m`, `1h30m`, `250ms`, or plain seconds.
@@ -116,10 +133,15 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     config.https_port = args.https_port;
     config.tls_san = args.tls_san.clone();
     config.service_cluster_ip_range = args.service_cluster_ip_range.clone();
+    config.authorization_mode = args.authorization_mode.clone();
+    config.authorization_policy_file = args.authorization_policy_file.clone();
     config.event_ttl = args.event_ttl;
     config.compaction_interval = args.etcd_compaction_interval;
     config.request_timeout = args.request_timeout;
     config.min_request_timeout = Duration::from_secs(args.min_request_timeout.max(1));
+    config.token_auth_file = args.token_auth_file.clone();
+    config.basic_auth_file = args.basic_auth_file.clone();
+    config.anonymous_auth = args.anonymous_auth;
     let running = apiserver::start(config, store, Arc::new(store::SystemClock)).await?;
     eprintln!(
         "rkube server listening on {} (kubeconfig: {})",
