@@ -23,29 +23,8 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::{DistinguishedName, RootCertStore, SignatureScheme};
 
-/// The authenticated user of a request.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub struct UserInfo {
-    pub name: String,
-    pub uid: String,
-    pub groups: Vec<String>,
-    pub extra: BTreeMap<String, Vec<String>>,
-}
-
-impl UserInfo {
-    pub fn anonymous() -> UserInfo {
-        UserInfo {
-            name: "system:anonymous".into(),
-            uid: String::new(),
-            groups: vec!["system:unauthenticated".into()],
-            extra: BTreeMap::new(),
-        }
-    }
-
-    pub fn is_anonymous(&self) -> bool {
-        self.name == "system:anonymous"
-    }
-}
+/// The authenticated user of a request (the authorizers' type).
+pub use auth::UserInfo;
 
 /// Accepts every client certificate at the TLS layer, advertising the client CA's subject
 /// as a hint, and checks the handshake signatures.

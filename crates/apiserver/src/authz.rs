@@ -148,16 +148,53 @@ impl RbacSource for CacheRbac {
     }
 }
 
-/// The `Node` mode until the Node authorizer exists: no opinion on anything.
-struct NodePlaceholder;
+/// The Node authorizer's view of the cluster: pods by `spec.nodeName` and claims, read from
+/// the watch caches at each decision (the pods of one node, parsed on demand).
+pub struct CacheNodeGraph {
+    pods: Arc<Cacher>,
+    claims: Arc<Cacher>,
+}
 
-impl Authorizer for NodePlaceholder {
-    fn authorize(&self, _attributes: &Attributes) -> (auth::Decision, String) {
-        (auth::Decision::NoOpinion, String::new())
+impl CacheNodeGraph {
+    pub fn new(registry: &Registry) -> Result<CacheNodeGraph, Error> {
+        let find = |plural: &str| {
+            registry
+                .lookup("", "v1", plural)
+                .map(|r| Arc::clone(&r.cacher))
+                .ok_or_else(|| Error::Config(format!("no {plural} resource")))
+        };
+        Ok(CacheNodeGraph {
+            pods: find("pods")?,
+            claims: find("persistentvolumeclaims")?,
+        })
+    }
+}
+
+impl auth::NodeGraphSource for CacheNodeGraph {
+    fn pods_on_node(&self, node: &str, namespace: &str) -> Vec<Arc<Value>> {
+        let under = if namespace.is_empty() {
+            "/registry/pods/".to_string()
+        } else {
+            format!("/registry/pods/{namespace}/")
+        };
+        let (items, _) = self
+            .pods
+            .list(&|o| o.field("spec.nodeName") == Some(node), &under);
+        items
+            .iter()
+            .filter_map(|o| o.value())
+            .map(Arc::new)
+            .collect()
     }
 
-    fn rules_for(&self, _user: &auth::UserInfo, _namespace: &str) -> auth::UserRules {
-        auth::UserRules::default()
+    fn claim_volume(&self, namespace: &str, name: &str) -> Option<String> {
+        let o = self.claims.get(&format!(
+            "/registry/persistentvolumeclaims/{namespace}/{name}"
+        ))?;
+        o.value()?["spec"]["volumeName"]
+            .as_str()
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
     }
 }
 
@@ -183,12 +220,10 @@ pub fn chain(
             "RBAC" => configured.push(Box::new(auth::RbacAuthorizer::new(CacheRbac::new(
                 registry,
             )?))),
-            "Node" => {
-                tracing::warn!(
-                    "authorization mode Node is not implemented yet: it has no opinion on any request"
-                );
-                configured.push(Box::new(NodePlaceholder));
-            }
+            "Node" => configured.push(Box::new(auth::NodeAuthorizer::new(
+                CacheNodeGraph::new(registry)?,
+                auth::bootstrap::node_rules(&auth::bootstrap::Features::default()),
+            ))),
             "ABAC" => {
                 let path = policy_file.ok_or_else(|| {
                     Error::Config(
@@ -229,14 +264,8 @@ pub fn chain(
 
 /// The attributes the authorizers decide on (upstream's `GetAuthorizerAttributes`).
 pub fn attributes(info: &RequestInfo, user: &crate::authn::UserInfo) -> Attributes {
-    let user = auth::UserInfo {
-        name: user.name.clone(),
-        uid: user.uid.clone(),
-        groups: user.groups.clone(),
-        extra: user.extra.clone(),
-    };
     Attributes {
-        user,
+        user: user.clone(),
         verb: info.verb.clone(),
         namespace: info.namespace.clone(),
         api_group: info.api_group.clone(),
@@ -246,6 +275,7 @@ pub fn attributes(info: &RequestInfo, user: &crate::authn::UserInfo) -> Attribut
         name: info.name.clone(),
         resource_request: info.is_resource_request,
         path: info.path.clone(),
+        field_selector: info.field_selector.clone(),
     }
 }
 

@@ -9,6 +9,7 @@ pub mod authn;
 pub mod authz;
 mod crds;
 pub mod discovery;
+mod escalation;
 mod fieldmgr;
 pub mod handlers;
 pub mod http;
@@ -81,6 +82,9 @@ pub struct Config {
     /// `--anonymous-auth`: requests without credentials are `system:anonymous`
     /// (the health and version paths always are).
     pub anonymous_auth: bool,
+    /// `--enable-admission-plugins`, `--disable-admission-plugins`,
+    /// `--admission-control-config-file`.
+    pub admission: admission::ChainConfig,
 }
 
 impl Config {
@@ -100,6 +104,7 @@ impl Config {
             token_auth_file: None,
             basic_auth_file: None,
             anonymous_auth: false,
+            admission: admission::ChainConfig::default(),
         }
     }
 }
@@ -213,11 +218,19 @@ pub async fn start(
         service_range,
         (advertise.to_string(), addr.port()),
     );
-    let authz = authz::chain(
+    let authz = Arc::new(authz::chain(
         &config.authorization_mode,
         config.authorization_policy_file.as_deref(),
         &registry,
-    )?;
+    )?);
+    let mut chain = admission::Chain::build(&config.admission, &admission::plugins::builtin())
+        .map_err(|e| Error::Config(e.to_string()))?;
+    chain.push(Arc::new(escalation::Escalation {
+        authorizer: Arc::clone(&authz),
+        rbac: auth::RbacAuthorizer::new(authz::CacheRbac::new(&registry)?),
+    }));
+    tracing::info!(plugins = ?chain.names(), "admission chain");
+    registry.set_admission(Arc::new(chain));
     let srv = Arc::new(Server {
         registry: Arc::clone(&registry),
         authz,

@@ -24,6 +24,8 @@ pub struct RequestInfo {
     pub name: String,
     /// Path segments after the API version (and namespace).
     pub parts: Vec<String>,
+    /// The raw `fieldSelector` query parameter (for the Node authorizer).
+    pub field_selector: String,
 }
 
 /// Subresources of a namespace that do not start a namespaced path
@@ -43,6 +45,11 @@ impl RequestInfo {
         let mut info = RequestInfo {
             path: path.to_string(),
             verb: method.as_str().to_ascii_lowercase(),
+            field_selector: query
+                .iter()
+                .find(|(k, _)| k == "fieldSelector")
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default(),
             ..Default::default()
         };
         let trimmed = path.trim_matches('/');

@@ -48,6 +48,16 @@ pub struct UserInfo {
 }
 
 impl UserInfo {
+    /// The anonymous user (`system:anonymous` in `system:unauthenticated`).
+    pub fn anonymous() -> Self {
+        UserInfo::new(ANONYMOUS, [ALL_UNAUTHENTICATED])
+    }
+
+    /// Whether this is the anonymous user.
+    pub fn is_anonymous(&self) -> bool {
+        self.name == ANONYMOUS
+    }
+
     /// A user with a name and groups, no uid and no extra.
     pub fn new<N, G, S>(name: N, groups: G) -> Self
     where
@@ -131,6 +141,8 @@ pub struct Attributes {
     pub resource_request: bool,
     /// The request path.
     pub path: String,
+    /// The request's field selector, raw (`spec.nodeName=n1`), for list and watch.
+    pub field_selector: String,
 }
 
 impl Attributes {

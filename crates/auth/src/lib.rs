@@ -21,6 +21,7 @@ pub mod bootstrap;
 pub mod error;
 pub mod escalation;
 mod gofmt;
+pub mod node;
 pub mod rbac;
 pub mod rules;
 
@@ -33,5 +34,6 @@ pub use attributes::{
 pub use authorizer::{AlwaysAllow, AlwaysDeny, Authorizer, PrivilegedGroups, Union};
 pub use error::AuthError;
 pub use escalation::{confirm_no_escalation, covers};
+pub use node::{NodeAuthorizer, NodeGraphSource};
 pub use rbac::{RbacAuthorizer, RbacSource, ResolvedRules, StaticRbac};
 pub use rules::{PolicyRuleBuilder, rule_allows};

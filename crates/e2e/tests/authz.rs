@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use testkit::RkubeServer;
 
-const TOKENS: &str = "tok-alice,alice,uid-alice\ntok-root,root,uid-root,system:masters\n";
+const TOKENS: &str = "tok-alice,alice,uid-alice\ntok-root,root,uid-root,system:masters\ntok-bob,bob,uid-bob\ntok-n1,system:node:n1,uid-n1,system:nodes\n";
 
 struct Env {
     server: RkubeServer,
@@ -66,6 +66,24 @@ impl Env {
 
     fn admin(&self, args: &[&str]) -> String {
         self.server.kubectl_ok(Some("1.33"), args)
+    }
+
+    /// `POST path` of a JSON `body` with a bearer token; the HTTP code and body.
+    fn post(&self, path: &str, token: &str, body: &str) -> (u16, Value) {
+        let auth = format!("Authorization: Bearer {token}");
+        self.curl(
+            path,
+            &[
+                "-X",
+                "POST",
+                "-H",
+                &auth,
+                "-H",
+                "Content-Type: application/json",
+                "-d",
+                body,
+            ],
+        )
     }
 
     /// `GET path` with extra curl arguments; the HTTP code and body.
@@ -402,4 +420,515 @@ fn always_allow_and_bad_modes() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(message), "{flags:?}: {err}");
     }
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().unwrap_or(-1)
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).to_string()
+}
+
+#[test]
+fn can_i_access_reviews_and_impersonation() {
+    let env = Env::start(&[]);
+    let alice = env.kubeconfig("alice", "tok-alice");
+    let can_i = |args: &[&str]| {
+        let mut a = vec!["auth", "can-i"];
+        a.extend_from_slice(args);
+        env.kubectl_as(&alice, &a)
+    };
+    env.admin(&["create", "namespace", "dev"]);
+    env.admin(&[
+        "create",
+        "role",
+        "pod-reader",
+        "-n",
+        "dev",
+        "--verb=get,list",
+        "--resource=pods",
+    ]);
+    env.admin(&[
+        "create",
+        "role",
+        "one-cm",
+        "-n",
+        "dev",
+        "--verb=get",
+        "--resource=configmaps",
+        "--resource-name=cfg1",
+    ]);
+    env.admin(&[
+        "create",
+        "role",
+        "logs",
+        "-n",
+        "dev",
+        "--verb=get",
+        "--resource=pods/log",
+    ]);
+    for role in ["pod-reader", "one-cm", "logs"] {
+        env.admin(&[
+            "create",
+            "rolebinding",
+            role,
+            "-n",
+            "dev",
+            &format!("--role={role}"),
+            "--user=alice",
+        ]);
+    }
+    // An aggregated ClusterRole bound cluster-wide.
+    env.admin(&["create", "clusterrole", "agg", "--aggregation-rule=team=x"]);
+    env.admin(&[
+        "create",
+        "clusterrole",
+        "part",
+        "--verb=list",
+        "--resource=secrets",
+    ]);
+    env.admin(&["label", "clusterrole", "part", "team=x"]);
+    env.admin(&[
+        "create",
+        "clusterrolebinding",
+        "agg",
+        "--clusterrole=agg",
+        "--user=alice",
+    ]);
+
+    eventually("the bindings to reach the RBAC cache", || {
+        stdout(&can_i(&["list", "pods", "-n", "dev"])) == "yes"
+    });
+    eventually("agg to be aggregated", || {
+        stdout(&can_i(&["list", "secrets", "-A"])) == "yes"
+    });
+    let matrix: &[(&[&str], bool)] = &[
+        (&["list", "pods", "-n", "dev"], true),
+        (&["get", "pods", "-n", "dev"], true),
+        (&["delete", "pods", "-n", "dev"], false),
+        (&["list", "pods", "-n", "default"], false),
+        (&["get", "configmaps/cfg1", "-n", "dev"], true),
+        (&["get", "configmaps/cfg2", "-n", "dev"], false),
+        (&["get", "configmaps", "-n", "dev"], false),
+        (&["get", "pods", "--subresource=log", "-n", "dev"], true),
+        (&["get", "pods", "--subresource=exec", "-n", "dev"], false),
+        (&["list", "secrets", "-n", "kube-system"], true),
+        (&["get", "secrets", "-n", "kube-system"], false),
+        (&["get", "/healthz"], true),
+        (&["get", "/metrics"], false),
+    ];
+    for (args, want) in matrix {
+        let out = can_i(args);
+        let (answer, exit) = if *want { ("yes", 0) } else { ("no", 1) };
+        assert_eq!(stdout(&out), answer, "can-i {args:?}: {}", stderr(&out));
+        assert_eq!(code(&out), exit, "can-i {args:?}");
+    }
+
+    // --list: the rules of SelfSubjectRulesReview.
+    let list = ok(&can_i(&["--list", "-n", "dev"]));
+    let line = |res: &str| {
+        list.lines()
+            .find(|l| l.split_whitespace().next() == Some(res))
+            .unwrap_or_else(|| panic!("no {res} in\n{list}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(line("pods"), "pods [] [] [get list]");
+    assert_eq!(line("configmaps"), "configmaps [] [cfg1] [get]");
+    assert_eq!(line("pods/log"), "pods/log [] [] [get]");
+    assert_eq!(line("secrets"), "secrets [] [] [list]");
+    assert!(
+        list.contains("selfsubjectaccessreviews.authorization.k8s.io"),
+        "{list}"
+    );
+
+    // --as: the admin (system:masters) impersonates alice.
+    let admin_as = |args: &[&str]| {
+        let mut a = vec!["auth", "can-i"];
+        a.extend_from_slice(args);
+        a.extend_from_slice(&["--as", "alice"]);
+        env.server.kubectl_v(Some("1.33"), &a)
+    };
+    assert_eq!(stdout(&admin_as(&["list", "pods", "-n", "dev"])), "yes");
+    assert_eq!(stdout(&admin_as(&["delete", "pods", "-n", "dev"])), "no");
+
+    // alice may not impersonate anyone …
+    let out = env.kubectl_as(&alice, &["get", "pods", "-n", "dev", "--as", "root"]);
+    forbidden(
+        &out,
+        "users \"root\" is forbidden: User \"alice\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope",
+    );
+    let out = env.kubectl_as(
+        &alice,
+        &["get", "pods", "--as", "bob", "--as-group", "system:masters"],
+    );
+    assert!(!out.status.success());
+    // … until she may impersonate bob (but not system:masters).
+    env.admin(&[
+        "create",
+        "clusterrole",
+        "impersonate-bob",
+        "--verb=impersonate",
+        "--resource=users",
+        "--resource-name=bob",
+    ]);
+    env.admin(&[
+        "create",
+        "clusterrolebinding",
+        "impersonate-bob",
+        "--clusterrole=impersonate-bob",
+        "--user=alice",
+    ]);
+    eventually("impersonation to be allowed", || {
+        let out = env.kubectl_as(&alice, &["auth", "whoami", "--as", "bob", "-o", "json"]);
+        out.status.success()
+    });
+    let who: Value = serde_json::from_str(&ok(
+        &env.kubectl_as(&alice, &["auth", "whoami", "--as", "bob", "-o", "json"])
+    ))
+    .unwrap();
+    assert_eq!(who["status"]["userInfo"]["username"], "bob");
+    assert_eq!(
+        who["status"]["userInfo"]["groups"],
+        serde_json::json!(["system:authenticated"])
+    );
+    // The request runs as bob: bob cannot list pods in dev.
+    let out = env.kubectl_as(&alice, &["get", "pods", "-n", "dev", "--as", "bob"]);
+    forbidden(
+        &out,
+        "pods is forbidden: User \"bob\" cannot list resource \"pods\" in API group \"\" in the namespace \"dev\"",
+    );
+    let out = env.kubectl_as(
+        &alice,
+        &["get", "pods", "--as", "bob", "--as-group", "system:masters"],
+    );
+    forbidden(
+        &out,
+        "groups \"system:masters\" is forbidden: User \"alice\" cannot impersonate resource \"groups\" in API group \"\" at the cluster scope",
+    );
+
+    // SubjectAccessReview and LocalSubjectAccessReview through raw requests.
+    let sar = r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"alice","resourceAttributes":{"namespace":"dev","verb":"list","resource":"pods"}}}"#;
+    let (code_, body) = env.post(
+        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        "tok-root",
+        sar,
+    );
+    assert_eq!(code_, 201, "{body}");
+    assert_eq!(body["status"]["allowed"], true, "{body}");
+    assert!(
+        body["status"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("RoleBinding \"pod-reader/dev\" of Role \"pod-reader\" to User \"alice\""),
+        "{body}"
+    );
+    // alice may not ask about others.
+    let (code_, _) = env.post(
+        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        "tok-alice",
+        sar,
+    );
+    assert_eq!(code_, 403);
+    let bad = r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{}}"#;
+    let (code_, body) = env.post(
+        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        "tok-root",
+        bad,
+    );
+    assert_eq!(code_, 422, "{body}");
+    assert_eq!(body["reason"], "Invalid");
+    let lsar = r#"{"apiVersion":"authorization.k8s.io/v1","kind":"LocalSubjectAccessReview","spec":{"user":"alice","resourceAttributes":{"namespace":"dev","verb":"get","resource":"pods"}}}"#;
+    let (code_, body) = env.post(
+        "/apis/authorization.k8s.io/v1/namespaces/dev/localsubjectaccessreviews",
+        "tok-root",
+        lsar,
+    );
+    assert_eq!(code_, 201, "{body}");
+    assert_eq!(body["status"]["allowed"], true);
+    assert_eq!(body["metadata"]["namespace"], "dev");
+}
+
+#[test]
+fn rbac_escalation_is_prevented() {
+    let env = Env::start(&[]);
+    let alice = env.kubeconfig("alice", "tok-alice");
+    env.admin(&["create", "namespace", "dev"]);
+    // alice may manage roles and bindings in dev and read pods there, nothing else.
+    env.admin(&[
+        "create",
+        "role",
+        "rbac-manager",
+        "-n",
+        "dev",
+        "--verb=get,list,create,update,patch,delete",
+        "--resource=roles.rbac.authorization.k8s.io,rolebindings.rbac.authorization.k8s.io",
+    ]);
+    env.admin(&[
+        "create",
+        "role",
+        "pod-reader",
+        "-n",
+        "dev",
+        "--verb=get,list",
+        "--resource=pods",
+    ]);
+    for role in ["rbac-manager", "pod-reader"] {
+        env.admin(&[
+            "create",
+            "rolebinding",
+            role,
+            "-n",
+            "dev",
+            &format!("--role={role}"),
+            "--user=alice",
+        ]);
+    }
+    env.admin(&[
+        "create",
+        "clusterrole",
+        "cr-writer",
+        "--verb=create,update",
+        "--resource=clusterroles",
+    ]);
+    env.admin(&[
+        "create",
+        "clusterrolebinding",
+        "cr-writer",
+        "--clusterrole=cr-writer",
+        "--user=alice",
+    ]);
+    eventually("alice's roles", || {
+        env.kubectl_as(&alice, &["auth", "can-i", "create", "roles", "-n", "dev"])
+            .status
+            .success()
+    });
+    let as_alice = |args: &[&str]| env.kubectl_as(&alice, args);
+
+    // Granting what she holds is fine.
+    ok(&as_alice(&[
+        "create",
+        "role",
+        "sub-reader",
+        "-n",
+        "dev",
+        "--verb=get",
+        "--resource=pods",
+    ]));
+    // Granting more is refused with upstream's message.
+    let out = as_alice(&[
+        "create",
+        "role",
+        "deleter",
+        "-n",
+        "dev",
+        "--verb=delete",
+        "--resource=pods",
+    ]);
+    let err = stderr(&out);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("roles.rbac.authorization.k8s.io \"deleter\" is forbidden: user \"alice\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"\"], Resources:[\"pods\"], Verbs:[\"delete\"]}"),
+        "{err}"
+    );
+    // Updating a role to more than she holds is refused too.
+    let out = as_alice(&[
+        "patch",
+        "role",
+        "sub-reader",
+        "-n",
+        "dev",
+        "--type=json",
+        "-p",
+        r#"[{"op":"add","path":"/rules/0/verbs/-","value":"delete"}]"#,
+    ]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("is attempting to grant RBAC permissions not currently held"));
+
+    // Binding a role whose rules she holds is fine; binding admin is not.
+    ok(&as_alice(&[
+        "create",
+        "rolebinding",
+        "bob-reads",
+        "-n",
+        "dev",
+        "--role=sub-reader",
+        "--user=bob",
+    ]));
+    let out = as_alice(&[
+        "create",
+        "rolebinding",
+        "bob-admin",
+        "-n",
+        "dev",
+        "--clusterrole=admin",
+        "--user=bob",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains(
+            "rolebindings.rbac.authorization.k8s.io \"bob-admin\" is forbidden: user \"alice\""
+        ),
+        "{}",
+        stderr(&out)
+    );
+    // Binding a missing role: the lookup error.
+    let out = as_alice(&[
+        "create",
+        "rolebinding",
+        "ghost",
+        "-n",
+        "dev",
+        "--role=ghost",
+        "--user=bob",
+    ]);
+    assert!(
+        stderr(&out).contains("role.rbac.authorization.k8s.io \"ghost\" not found"),
+        "{}",
+        stderr(&out)
+    );
+
+    // The bind verb on `admin` lets her bind it without holding its rules.
+    env.admin(&[
+        "create",
+        "role",
+        "bind-admin",
+        "-n",
+        "dev",
+        "--verb=bind",
+        "--resource=clusterroles.rbac.authorization.k8s.io",
+        "--resource-name=admin",
+    ]);
+    env.admin(&[
+        "create",
+        "rolebinding",
+        "bind-admin",
+        "-n",
+        "dev",
+        "--role=bind-admin",
+        "--user=alice",
+    ]);
+    eventually("the bind grant", || {
+        as_alice(&[
+            "create",
+            "rolebinding",
+            "bob-admin",
+            "-n",
+            "dev",
+            "--clusterrole=admin",
+            "--user=bob",
+        ])
+        .status
+        .success()
+    });
+    // The escalate verb on roles lets her write any role.
+    env.admin(&[
+        "create",
+        "role",
+        "escalate",
+        "-n",
+        "dev",
+        "--verb=escalate",
+        "--resource=roles.rbac.authorization.k8s.io",
+    ]);
+    env.admin(&[
+        "create",
+        "rolebinding",
+        "escalate",
+        "-n",
+        "dev",
+        "--role=escalate",
+        "--user=alice",
+    ]);
+    eventually("the escalate grant", || {
+        as_alice(&[
+            "create",
+            "role",
+            "deleter",
+            "-n",
+            "dev",
+            "--verb=delete",
+            "--resource=pods",
+        ])
+        .status
+        .success()
+    });
+
+    // An aggregationRule needs cluster-admin.
+    let out = as_alice(&["create", "clusterrole", "agg", "--aggregation-rule=team=x"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("clusterroles.rbac.authorization.k8s.io \"agg\" is forbidden: must have cluster-admin privileges to use the aggregationRule"),
+        "{}",
+        stderr(&out)
+    );
+    // system:masters may do anything.
+    env.admin(&["create", "clusterrole", "agg", "--aggregation-rule=team=x"]);
+}
+
+#[test]
+fn node_authorizer_limits_kubelets_to_their_pods() {
+    let env = Env::start(&[]);
+    let n1 = env.kubeconfig("n1", "tok-n1");
+    env.admin(&["create", "namespace", "app"]);
+    for (pod, node, secret) in [("p1", "n1", "s1"), ("p2", "n2", "s2")] {
+        env.admin(&[
+            "create",
+            "secret",
+            "generic",
+            secret,
+            "-n",
+            "app",
+            "--from-literal=k=v",
+        ]);
+        let manifest = format!(
+            r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{pod}","namespace":"app"}},"spec":{{"nodeName":"{node}","containers":[{{"name":"c","image":"busybox"}}],"volumes":[{{"name":"s","secret":{{"secretName":"{secret}"}}}}]}}}}"#
+        );
+        let out = env
+            .server
+            .kubectl_stdin(Some("1.33"), &["create", "-f", "-"], &manifest);
+        ok(&out);
+    }
+    let as_node = |args: &[&str]| env.kubectl_as(&n1, args);
+    eventually("the pods to reach the cache", || {
+        as_node(&["get", "secret", "s1", "-n", "app"])
+            .status
+            .success()
+    });
+    let out = as_node(&["get", "secret", "s2", "-n", "app"]);
+    forbidden(
+        &out,
+        "secrets \"s2\" is forbidden: User \"system:node:n1\" cannot get resource \"secrets\" in API group \"\" in the namespace \"app\": no relationship found between node 'n1' and this object",
+    );
+    ok(&as_node(&[
+        "get",
+        "pods",
+        "-A",
+        "--field-selector",
+        "spec.nodeName=n1",
+    ]));
+    let out = as_node(&["get", "pods", "-A"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("can only list/watch pods with spec.nodeName field selector"),
+        "{}",
+        stderr(&out)
+    );
+    ok(&as_node(&["get", "pod", "p1", "-n", "app"]));
+    assert!(!as_node(&["get", "pod", "p2", "-n", "app"]).status.success());
+    // Its own Node only; services through the static node rules.
+    let out = as_node(&["get", "node", "n2"]);
+    assert!(
+        stderr(&out).contains("node 'n1' cannot read 'n2', only its own Node object"),
+        "{}",
+        stderr(&out)
+    );
+    ok(&as_node(&["get", "services", "-A"]));
+    assert!(!as_node(&["get", "deployments", "-A"]).status.success());
 }

@@ -86,6 +86,11 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext
 kinds! {
     ("", "v1", "Binding") => k::core::v1::Binding,
     ("authentication.k8s.io", "v1", "SelfSubjectReview") => k::authentication::v1::SelfSubjectReview,
+    ("authentication.k8s.io", "v1", "TokenReview") => k::authentication::v1::TokenReview,
+    ("authorization.k8s.io", "v1", "LocalSubjectAccessReview") => k::authorization::v1::LocalSubjectAccessReview,
+    ("authorization.k8s.io", "v1", "SelfSubjectAccessReview") => k::authorization::v1::SelfSubjectAccessReview,
+    ("authorization.k8s.io", "v1", "SelfSubjectRulesReview") => k::authorization::v1::SelfSubjectRulesReview,
+    ("authorization.k8s.io", "v1", "SubjectAccessReview") => k::authorization::v1::SubjectAccessReview,
     ("", "v1", "ConfigMap") => k::core::v1::ConfigMap,
     ("", "v1", "Endpoints") => k::core::v1::Endpoints,
     ("", "v1", "Event") => k::core::v1::Event,

@@ -26,7 +26,7 @@ use crate::requestinfo::RequestInfo;
 pub struct Server {
     pub registry: Arc<Registry>,
     /// The authorizer chain (`system:masters`, then `--authorization-mode`).
-    pub authz: auth::Union,
+    pub authz: Arc<auth::Union>,
     /// The authenticator chain (x509, tokens, basic auth, anonymous).
     pub authn: Chain,
     /// `host:port` clients reach the server at.
@@ -125,6 +125,15 @@ impl Server {
                 return r;
             }
         };
+        let user = match self.impersonate(&mut req, user) {
+            Ok(u) => u,
+            Err(e) => {
+                let r = error_response(&e);
+                self.metrics
+                    .observe(&info, r.status().as_u16(), started.elapsed());
+                return r;
+            }
+        };
         if let Some(r) = self.forbidden(&info, &user) {
             self.metrics
                 .observe(&info, r.status().as_u16(), started.elapsed());
@@ -163,6 +172,144 @@ impl Server {
             "handled"
         );
         resp
+    }
+
+    /// Upstream's `WithImpersonation` filter: `Impersonate-User`, `-Uid`, `-Group` and
+    /// `-Extra-<key>` headers make the request act as another user, each part checked with
+    /// the `impersonate` verb on `users`, `serviceaccounts`, `uids`, `groups` or
+    /// `userextras/<key>`. The headers are removed once honoured.
+    fn impersonate(
+        &self,
+        req: &mut Request<hyper::body::Incoming>,
+        requestor: UserInfo,
+    ) -> Result<UserInfo, ApiError> {
+        use auth::Authorizer;
+        const USER: &str = "impersonate-user";
+        const UID: &str = "impersonate-uid";
+        const GROUP: &str = "impersonate-group";
+        const EXTRA: &str = "impersonate-extra-";
+        let headers = req.headers();
+        let value = |v: &HeaderValue| String::from_utf8_lossy(v.as_bytes()).into_owned();
+        let requested_user = headers.get(USER).map(value).unwrap_or_default();
+        let requested_uid = headers.get(UID).map(value).unwrap_or_default();
+        let groups_requested: Vec<String> = headers.get_all(GROUP).iter().map(value).collect();
+        let mut extras: Vec<(String, String)> = Vec::new();
+        for (name, v) in headers {
+            if let Some(key) = name.as_str().strip_prefix(EXTRA) {
+                let key = percent_decode(key).to_lowercase();
+                extras.push((key, value(v)));
+            }
+        }
+        if requested_user.is_empty() {
+            if !groups_requested.is_empty() || !extras.is_empty() || !requested_uid.is_empty() {
+                return Err(ApiError::internal(
+                    "requested impersonation of groups, extra or uid without impersonating a user",
+                ));
+            }
+            return Ok(requestor);
+        }
+        // (resource, namespace, name, subresource) of each thing to impersonate.
+        let mut checks: Vec<(&str, String, String, String)> = Vec::new();
+        let mut name = requested_user.clone();
+        let mut groups: Vec<String> = Vec::new();
+        let sa = requested_user
+            .strip_prefix(auth::attributes::SERVICE_ACCOUNT_USERNAME_PREFIX)
+            .and_then(|rest| rest.split_once(':'))
+            .filter(|(ns, n)| !ns.is_empty() && !n.is_empty() && !n.contains(':'));
+        match sa {
+            Some((ns, n)) => {
+                checks.push((
+                    "serviceaccounts",
+                    ns.to_string(),
+                    n.to_string(),
+                    String::new(),
+                ));
+                name = auth::attributes::service_account_username(ns, n);
+                if groups_requested.is_empty() {
+                    groups = auth::UserInfo::service_account(ns, n).groups;
+                }
+            }
+            None => checks.push((
+                "users",
+                String::new(),
+                requested_user.clone(),
+                String::new(),
+            )),
+        }
+        for g in &groups_requested {
+            checks.push(("groups", String::new(), g.clone(), String::new()));
+            groups.push(g.clone());
+        }
+        let mut extra = std::collections::BTreeMap::<String, Vec<String>>::new();
+        for (k, v) in &extras {
+            checks.push(("userextras", String::new(), v.clone(), k.clone()));
+            extra.entry(k.clone()).or_default().push(v.clone());
+        }
+        if !requested_uid.is_empty() {
+            checks.push(("uids", String::new(), requested_uid.clone(), String::new()));
+        }
+        for (resource, namespace, obj_name, subresource) in checks {
+            let group = if resource == "userextras" || resource == "uids" {
+                "authentication.k8s.io"
+            } else {
+                ""
+            };
+            let attributes =
+                auth::Attributes::resource(requestor.clone(), "impersonate", group, resource)
+                    .in_namespace(&namespace)
+                    .named(&obj_name)
+                    .with_subresource(&subresource);
+            let (decision, reason) = self.authz.authorize(&attributes);
+            if decision != auth::Decision::Allow {
+                tracing::debug!(user = %requestor.name, %resource, name = %obj_name, "impersonation forbidden");
+                return Err(crate::authz::forbidden(&attributes, &reason));
+            }
+        }
+        if name != auth::attributes::ANONYMOUS {
+            if !groups.iter().any(|g| {
+                g == auth::attributes::ALL_AUTHENTICATED
+                    || g == auth::attributes::ALL_UNAUTHENTICATED
+            }) {
+                groups.push(auth::attributes::ALL_AUTHENTICATED.into());
+            }
+        } else if !groups
+            .iter()
+            .any(|g| g == auth::attributes::ALL_UNAUTHENTICATED)
+        {
+            groups.push(auth::attributes::ALL_UNAUTHENTICATED.into());
+        }
+        tracing::debug!(requestor = %requestor.name, as_user = %name, "impersonating");
+        let h = req.headers_mut();
+        h.remove(USER);
+        h.remove(UID);
+        h.remove(GROUP);
+        let extra_headers: Vec<http::HeaderName> = h
+            .keys()
+            .filter(|k| k.as_str().starts_with(EXTRA))
+            .cloned()
+            .collect();
+        for k in extra_headers {
+            h.remove(k);
+        }
+        Ok(UserInfo {
+            name,
+            uid: requested_uid,
+            groups,
+            extra,
+        })
+    }
+
+    /// Authenticates a bearer token as a request carrying it would be (`TokenReview`).
+    pub fn authenticate_token(&self, token: &str) -> Result<UserInfo, String> {
+        let mut headers = http::HeaderMap::new();
+        let value = HeaderValue::from_str(&format!("Bearer {token}"))
+            .map_err(|_| "invalid bearer token".to_string())?;
+        headers.insert(header::AUTHORIZATION, value);
+        match self.authn.authenticate(&headers, &Peer::default()) {
+            Ok(u) if !u.is_anonymous() => Ok(u),
+            Ok(_) | Err(Unauthenticated::NoCredentials) => Err("invalid bearer token".into()),
+            Err(Unauthenticated::Rejected(r)) => Err(r),
+        }
     }
 
     /// Upstream's `WithAuthorization` filter: anything but `Allow` is a 403 Forbidden
@@ -422,4 +569,27 @@ pub(crate) fn object_response(
 /// Raw JSON bytes as a response.
 pub(crate) fn bytes_response(status: StatusCode, bytes: Bytes) -> Response<Body> {
     json_response(status, bytes)
+}
+
+/// `url.PathUnescape` of an extra key (`%2F` → `/`); invalid escapes are kept as they are.
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let (Some(h), Some(l)) = (
+                (bytes[i + 1] as char).to_digit(16),
+                (bytes[i + 2] as char).to_digit(16),
+            )
+        {
+            out.push((h * 16 + l) as u8);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }

@@ -191,7 +191,7 @@ pub(super) async fn create(
         return Err(ApiError::method_not_supported(r.gr(), "create"));
     }
     if let Some(v) = crate::registry::virtuals::lookup(&r.info) {
-        return create_virtual(srv, r, v, body, &headers, query, &opts);
+        return create_virtual(srv, r, ns, v, body, &headers, query, &opts);
     }
     let w = srv.registry.create(r, ns, body, &opts).await?;
     written_response(r, w, &headers, query)
@@ -199,9 +199,11 @@ pub(super) async fn create(
 
 /// A create of a resource that stores nothing: the body is decoded through its type (a
 /// body of the wrong shape is a 400, as upstream's decoder), the answer computed.
+#[allow(clippy::too_many_arguments)]
 fn create_virtual(
     srv: &Arc<Server>,
     r: &Arc<Resource>,
+    ns: Option<&str>,
     v: &dyn crate::registry::virtuals::VirtualResource,
     body: Value,
     headers: &HeaderMap,
@@ -211,7 +213,16 @@ fn create_virtual(
     if let Some(Err(e)) = api::kinds::decode(&r.info.group, &r.info.version, &r.info.kind, &body) {
         return Err(ApiError::bad_request(e.to_string()));
     }
-    let out = v.create(body, &opts.user, &srv.registry.now())?;
+    let now = srv.registry.now();
+    let authenticate_token = |token: &str| srv.authenticate_token(token);
+    let ctx = crate::registry::virtuals::Ctx {
+        user: &opts.user,
+        now: &now,
+        namespace: ns.unwrap_or_default(),
+        authz: srv.authz.as_ref(),
+        authenticate_token: &authenticate_token,
+    };
+    let out = v.create(body, &ctx)?;
     let accept = negotiate(headers)?;
     object_response(r, StatusCode::CREATED, &out, accept, query, &[])
 }

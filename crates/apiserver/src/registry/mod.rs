@@ -4,6 +4,7 @@
 //! Objects are JSON values in the working form; the store holds them as JSON without
 //! `metadata.resourceVersion` (the store revision is the resource version).
 
+mod admit;
 pub mod cache;
 pub mod convert;
 pub mod custom;
@@ -24,6 +25,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 use store::{Backend, Clock, StoreError};
 
+pub use admit::Write as AdmissionWrite;
 pub use cache::{CachedObject, Cacher, EventType, Predicate, WatchMsg};
 pub use strategy::Strategy;
 
@@ -108,6 +110,8 @@ pub struct Registry {
     /// The address and port other hosts and pods reach this API server at.
     pub advertise: String,
     pub advertise_port: u16,
+    /// The admission chain, installed once at start-up.
+    admission: std::sync::OnceLock<Arc<admission::Chain>>,
 }
 
 /// An API error for a store error about object `name` of `r`.
@@ -184,6 +188,7 @@ impl Registry {
             custom_schemas: RwLock::new(Vec::new()),
             advertise: advertise.0,
             advertise_port: advertise.1,
+            admission: std::sync::OnceLock::new(),
         });
         let builtin: Vec<Arc<Resource>> = api::catalog::builtin()
             .into_iter()
@@ -479,6 +484,22 @@ impl Registry {
         let (mut obj, warnings) = self.decode(r, &body, opts.field_validation)?;
         Self::check_namespace(r, ns, &mut obj)?;
         r.strategy.default(&r.info, &mut obj);
+        let namespace = api::meta::namespace(&obj).unwrap_or_default().to_string();
+        let mut obj = self
+            .admit(
+                r,
+                admit::Write {
+                    operation: admission::Operation::Create,
+                    subresource: None,
+                    namespace: &namespace,
+                    name: api::meta::name(&obj).unwrap_or_default(),
+                    object: Some(obj.clone()),
+                    old_object: None,
+                },
+                opts,
+            )
+            .await?
+            .unwrap_or(obj);
 
         if api::meta::name(&obj).is_none()
             && let Some(prefix) = api::meta::generate_name(&obj).map(str::to_string)
@@ -508,6 +529,19 @@ impl Registry {
         }
         self.check_namespace_exists(r, api::meta::namespace(&obj))
             .await?;
+        self.validate_admission(
+            r,
+            admit::Write {
+                operation: admission::Operation::Create,
+                subresource: None,
+                namespace: api::meta::namespace(&obj).unwrap_or_default(),
+                name: &name,
+                object: Some(obj.clone()),
+                old_object: None,
+            },
+            opts,
+        )
+        .await?;
         crate::fieldmgr::track_create(r, &mut obj, opts, self);
 
         if opts.dry_run {
@@ -590,6 +624,21 @@ impl Registry {
                     return Ok(w);
                 }
                 (Some(old), Some(kv)) => {
+                    let new = self
+                        .admit(
+                            r,
+                            admit::Write {
+                                operation: admission::Operation::Update,
+                                subresource,
+                                namespace: ns.unwrap_or_default(),
+                                name,
+                                object: Some(new.clone()),
+                                old_object: Some(old.clone()),
+                            },
+                            opts,
+                        )
+                        .await?
+                        .unwrap_or(new);
                     self.finish_update(
                         r,
                         name,
@@ -709,6 +758,20 @@ impl Registry {
         if !errs.is_empty() {
             return Err(Retry::Fail(Self::invalid(r, name, &errs)));
         }
+        self.validate_admission(
+            r,
+            admit::Write {
+                operation: admission::Operation::Update,
+                subresource,
+                namespace: api::meta::namespace(&new).unwrap_or_default(),
+                name,
+                object: Some(new.clone()),
+                old_object: Some(old.clone()),
+            },
+            opts,
+        )
+        .await
+        .map_err(Retry::Fail)?;
         crate::fieldmgr::track_update(r, &old, &mut new, subresource, opts, self);
 
         if without_rv(&new) == without_rv(&old) {
@@ -837,6 +900,15 @@ impl Registry {
         wopts: &WriteOptions,
     ) -> Result<(Value, bool), ApiError> {
         let key = r.info.key(ns, name);
+        let delete_write = |old_object: Option<Value>| admit::Write {
+            operation: admission::Operation::Delete,
+            subresource: None,
+            namespace: ns.unwrap_or_default(),
+            name,
+            object: None,
+            old_object,
+        };
+        self.admit(r, delete_write(None), wopts).await?;
         for _ in 0..16 {
             let kv = self
                 .store
@@ -874,6 +946,8 @@ impl Registry {
                     ),
                 ));
             }
+            self.validate_admission(r, delete_write(Some(obj.clone())), wopts)
+                .await?;
             // Finalizers the propagation policy asks for.
             let mut finalizers: Vec<String> = api::meta::finalizers(&obj)
                 .into_iter()

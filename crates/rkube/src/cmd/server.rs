@@ -70,6 +70,15 @@ pub struct ServerArgs {
     /// or `--anonymous-auth=true|false`).
     #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
     pub anonymous_auth: bool,
+    /// Admission plugins to enable on top of the default ones (comma list).
+    #[arg(long, value_delimiter = ',')]
+    pub enable_admission_plugins: Vec<String>,
+    /// Default admission plugins to disable (comma list).
+    #[arg(long, value_delimiter = ',')]
+    pub disable_admission_plugins: Vec<String>,
+    /// An AdmissionConfiguration file with per-plugin configuration.
+    #[arg(long)]
+    pub admission_control_config_file: Option<PathBuf>,
 }
 
 /// Parses Go-style durations: `90s`, `5m`, `1h30m`, `250ms`, or plain seconds.
@@ -142,6 +151,11 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     config.token_auth_file = args.token_auth_file.clone();
     config.basic_auth_file = args.basic_auth_file.clone();
     config.anonymous_auth = args.anonymous_auth;
+    config.admission = admission::ChainConfig {
+        enable: args.enable_admission_plugins.clone(),
+        disable: args.disable_admission_plugins.clone(),
+        config_file: args.admission_control_config_file.clone(),
+    };
     let running = apiserver::start(config, store, Arc::new(store::SystemClock)).await?;
     eprintln!(
         "rkube server listening on {} (kubeconfig: {})",

@@ -1,0 +1,206 @@
+//! The registry's side of admission: the attributes of a write, running the chain at
+//! upstream's points (mutating after decoding and defaulting, validating after the
+//! strategy's validation, both before the store), and [`admission::Cluster`] over the
+//! watch caches for the plugins.
+
+use std::sync::Arc;
+
+use admission::{Attributes, Gvk, Operation};
+use api::ApiError;
+use serde_json::{Value, json};
+
+use super::{Precondition, Registry, Resource, WriteOptions, convert};
+
+/// What the registry knows of a write, for [`Registry::admission_attributes`].
+pub struct Write<'a> {
+    pub operation: Operation,
+    pub subresource: Option<&'a str>,
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub object: Option<Value>,
+    pub old_object: Option<Value>,
+}
+
+fn options(op: Operation, opts: &WriteOptions) -> Option<Value> {
+    let kind = match op {
+        Operation::Create => "CreateOptions",
+        Operation::Update => "UpdateOptions",
+        Operation::Delete => "DeleteOptions",
+        Operation::Connect => return None,
+    };
+    let mut o = json!({"kind": kind, "apiVersion": "meta.k8s.io/v1"});
+    if opts.dry_run {
+        o["dryRun"] = json!(["All"]);
+    }
+    if let Some(m) = &opts.field_manager
+        && op != Operation::Delete
+    {
+        o["fieldManager"] = json!(m);
+    }
+    Some(o)
+}
+
+impl Registry {
+    /// Installs the admission chain (once, at start-up; before that every write is
+    /// admitted).
+    pub fn set_admission(&self, chain: Arc<admission::Chain>) {
+        let _ = self.admission.set(chain);
+    }
+
+    /// The admission attributes of a write of `r`.
+    pub fn admission_attributes(r: &Resource, w: Write<'_>, opts: &WriteOptions) -> Attributes {
+        let sub = w.subresource.and_then(|s| r.info.subresource(s));
+        let kind = match sub {
+            Some(s) => Gvk {
+                group: s.group.clone(),
+                version: s.version.clone(),
+                kind: s.kind.clone(),
+            },
+            None => Gvk {
+                group: r.info.group.clone(),
+                version: r.info.version.clone(),
+                kind: r.info.kind.clone(),
+            },
+        };
+        Attributes {
+            operation: w.operation,
+            kind,
+            resource: Gvk {
+                group: r.info.group.clone(),
+                version: r.info.version.clone(),
+                kind: r.info.plural.clone(),
+            },
+            subresource: w.subresource.unwrap_or_default().to_string(),
+            namespace: w.namespace.to_string(),
+            name: w.name.to_string(),
+            object: w.object,
+            old_object: w.old_object,
+            user: opts.user.clone(),
+            dry_run: opts.dry_run,
+            options: options(w.operation, opts),
+        }
+    }
+
+    /// Runs the mutating plugins; returns the (possibly changed) object.
+    pub(super) async fn admit(
+        &self,
+        r: &Resource,
+        w: Write<'_>,
+        opts: &WriteOptions,
+    ) -> Result<Option<Value>, ApiError> {
+        let Some(chain) = self.admission.get() else {
+            return Ok(w.object);
+        };
+        let mut a = Self::admission_attributes(r, w, opts);
+        chain.admit(&mut a, self).await?;
+        Ok(a.object)
+    }
+
+    /// Runs the validating plugins.
+    pub(super) async fn validate_admission(
+        &self,
+        r: &Resource,
+        w: Write<'_>,
+        opts: &WriteOptions,
+    ) -> Result<(), ApiError> {
+        let Some(chain) = self.admission.get() else {
+            return Ok(());
+        };
+        let a = Self::admission_attributes(r, w, opts);
+        chain.validate(&a, self).await
+    }
+
+    /// The served resource `group`/`plural` (its first served version).
+    fn resource_of(&self, group: &str, plural: &str) -> Result<Arc<Resource>, ApiError> {
+        self.all()
+            .iter()
+            .find(|r| r.info.group == group && r.info.plural == plural)
+            .cloned()
+            .ok_or_else(|| {
+                ApiError::internal(format!("the server does not serve {plural}.{group}"))
+            })
+    }
+
+    fn system_options() -> WriteOptions {
+        WriteOptions {
+            user: auth::UserInfo::new(
+                auth::attributes::APISERVER_USER,
+                [auth::SYSTEM_PRIVILEGED_GROUP],
+            ),
+            user_agent: "rkube-apiserver/admission".into(),
+            dry_run: false,
+            field_manager: None,
+            field_validation: super::FieldValidation::Ignore,
+            apply: false,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl admission::Cluster for Registry {
+    async fn get(
+        &self,
+        group: &str,
+        plural: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Value>, ApiError> {
+        let r = self.resource_of(group, plural)?;
+        let ns = (!namespace.is_empty()).then_some(namespace);
+        let key = r.info.key(ns, name);
+        Ok(r.cacher
+            .get(&key)
+            .and_then(|o| o.value())
+            .map(|v| convert::from_storage(&r.info, v)))
+    }
+
+    async fn list(
+        &self,
+        group: &str,
+        plural: &str,
+        namespace: &str,
+    ) -> Result<Vec<Value>, ApiError> {
+        let r = self.resource_of(group, plural)?;
+        let under = if namespace.is_empty() {
+            format!("{}/", r.info.storage_prefix)
+        } else {
+            format!("{}/{namespace}/", r.info.storage_prefix)
+        };
+        let (items, _) = r.cacher.list(&|_| true, &under);
+        Ok(items
+            .iter()
+            .filter_map(|o| o.value())
+            .map(|v| convert::from_storage(&r.info, v))
+            .collect())
+    }
+
+    async fn update(
+        &self,
+        group: &str,
+        plural: &str,
+        subresource: &str,
+        object: Value,
+    ) -> Result<Value, ApiError> {
+        let r = self.resource_of(group, plural)?;
+        let ns = api::meta::namespace(&object)
+            .filter(|n| !n.is_empty())
+            .map(str::to_string);
+        let name = api::meta::name(&object).unwrap_or_default().to_string();
+        let rv = api::meta::resource_version(&object).map(str::to_string);
+        let sub = (!subresource.is_empty()).then_some(subresource);
+        let opts = Self::system_options();
+        let w = self
+            .update_with(&r, ns.as_deref(), &name, sub, &opts, |_| {
+                Ok((
+                    object.clone(),
+                    Vec::new(),
+                    Precondition {
+                        resource_version: rv.clone(),
+                        ..Default::default()
+                    },
+                ))
+            })
+            .await?;
+        Ok(w.object)
+    }
+}
