@@ -14,6 +14,7 @@
 pub mod chain;
 pub mod fake;
 pub mod plugins;
+pub mod webhook;
 
 use api::ApiError;
 use serde_json::Value;

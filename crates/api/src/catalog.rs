@@ -578,6 +578,20 @@ const DEFS: &[Def] = &[
         subs: &[],
         storage: "",
     },
+    // admissionregistration.k8s.io/v1alpha1: the seeds' initializers (upstream removed
+    // them in 1.14; rkube serves them as the seeds describe).
+    Def {
+        group: "admissionregistration.k8s.io",
+        version: "v1alpha1",
+        kind: "InitializerConfiguration",
+        plural: "initializerconfigurations",
+        namespaced: false,
+        short: &[],
+        categories: &["api-extensions"],
+        verbs: STANDARD_VERBS,
+        subs: &[],
+        storage: "/registry/initializerconfigurations",
+    },
     // policy/v1
     Def {
         group: "policy",
@@ -652,6 +666,31 @@ const DEFS: &[Def] = &[
         verbs: STANDARD_VERBS,
         subs: &[],
         storage: "/registry/priorityclasses",
+    },
+    // admissionregistration.k8s.io/v1: dynamic admission webhooks.
+    Def {
+        group: "admissionregistration.k8s.io",
+        version: "v1",
+        kind: "MutatingWebhookConfiguration",
+        plural: "mutatingwebhookconfigurations",
+        namespaced: false,
+        short: &[],
+        categories: &["api-extensions"],
+        verbs: STANDARD_VERBS,
+        subs: &[],
+        storage: "/registry/mutatingwebhookconfigurations",
+    },
+    Def {
+        group: "admissionregistration.k8s.io",
+        version: "v1",
+        kind: "ValidatingWebhookConfiguration",
+        plural: "validatingwebhookconfigurations",
+        namespaced: false,
+        short: &[],
+        categories: &["api-extensions"],
+        verbs: STANDARD_VERBS,
+        subs: &[],
+        storage: "/registry/validatingwebhookconfigurations",
     },
     // apiextensions.k8s.io/v1
     Def {

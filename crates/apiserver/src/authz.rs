@@ -203,6 +203,7 @@ impl auth::NodeGraphSource for CacheNodeGraph {
 pub fn chain(
     modes: &[String],
     policy_file: Option<&std::path::Path>,
+    webhook: &crate::webhook::WebhookAuthzConfig,
     registry: &Registry,
 ) -> Result<auth::Union, Error> {
     let mut configured: Vec<Box<dyn Authorizer>> = Vec::new();
@@ -237,11 +238,9 @@ pub fn chain(
                         .map_err(|e| Error::Config(e.to_string()))?;
                 configured.push(Box::new(abac));
             }
-            "Webhook" => {
-                return Err(Error::Config(
-                    "--authorization-mode: Webhook is not implemented yet".into(),
-                ));
-            }
+            "Webhook" => configured.push(Box::new(
+                crate::webhook::WebhookAuthorizer::new(webhook).map_err(Error::Config)?,
+            )),
             other => {
                 return Err(Error::Config(format!(
                     "--authorization-mode: unknown authorization mode {other:?} (supported: AlwaysAllow, AlwaysDeny, ABAC, Webhook, RBAC, Node)"
@@ -252,6 +251,11 @@ pub fn chain(
     if configured.is_empty() {
         return Err(Error::Config(
             "--authorization-mode: at least one authorization mode must be passed".into(),
+        ));
+    }
+    if webhook.config_file.is_some() && !seen.contains(&"Webhook") {
+        return Err(Error::Config(
+            "cannot specify --authorization-webhook-config-file without mode Webhook".into(),
         ));
     }
     if policy_file.is_some() && !seen.contains(&"ABAC") {

@@ -61,7 +61,63 @@ pub fn text_response(status: StatusCode, text: &'static str) -> Response<Body> {
 }
 
 /// Reads a request body, refusing more than `MAX_BODY_BYTES` with 413.
-pub async fn read_body(body: hyper::body::Incoming) -> Result<Bytes, ApiError> {
+/// A request body as the handlers read it: the connection's stream, or bytes already read
+/// (when the audit log records the request object).
+pub type ReqBody = http_body_util::combinators::UnsyncBoxBody<Bytes, hyper::Error>;
+
+/// A response body that runs `done` once, when it has been sent or dropped (the end of a
+/// watch, for the audit log's `ResponseComplete`).
+pub struct AuditedBody<F: FnOnce() + Send + 'static> {
+    inner: Body,
+    done: Option<F>,
+}
+
+impl<F: FnOnce() + Send + 'static> AuditedBody<F> {
+    pub fn new(inner: Body, done: F) -> Self {
+        AuditedBody {
+            inner,
+            done: Some(done),
+        }
+    }
+}
+
+impl<F: FnOnce() + Send + Unpin + 'static> hyper::body::Body for AuditedBody<F> {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
+        std::pin::Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+}
+
+impl<F: FnOnce() + Send + 'static> Drop for AuditedBody<F> {
+    fn drop(&mut self) {
+        if let Some(done) = self.done.take() {
+            done();
+        }
+    }
+}
+
+/// The connection's body, streamed.
+pub fn stream_body(body: hyper::body::Incoming) -> ReqBody {
+    body.boxed_unsync()
+}
+
+/// A body already read.
+pub fn bytes_body(bytes: Bytes) -> ReqBody {
+    Full::new(bytes)
+        .map_err(|never: Infallible| match never {})
+        .boxed_unsync()
+}
+
+pub async fn read_body(body: ReqBody) -> Result<Bytes, ApiError> {
     match Limited::new(body, MAX_BODY_BYTES).collect().await {
         Ok(c) => Ok(c.to_bytes()),
         Err(e) => {

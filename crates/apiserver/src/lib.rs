@@ -5,14 +5,17 @@
 //! ([`discovery`]), OpenAPI ([`openapi`]) or the generic registry ([`registry`]) that serves
 //! every resource over the store through a watch cache per resource.
 
+pub mod audit;
 pub mod authn;
 pub mod authz;
 mod crds;
 pub mod discovery;
+pub mod encryption;
 mod escalation;
 mod fieldmgr;
 pub mod handlers;
 pub mod http;
+mod initializers;
 pub mod metrics;
 pub mod openapi;
 pub mod pki;
@@ -20,6 +23,7 @@ pub mod registry;
 pub mod requestinfo;
 mod selectors;
 pub mod server;
+pub mod webhook;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -67,6 +71,9 @@ pub struct Config {
     pub authorization_mode: Vec<String>,
     /// `--authorization-policy-file`: the ABAC policy (mode `ABAC` only).
     pub authorization_policy_file: Option<PathBuf>,
+    /// `--authorization-webhook-config-file`, `--authorization-webhook-version` and the
+    /// webhook's cache TTLs (mode `Webhook` only).
+    pub authorization_webhook: webhook::WebhookAuthzConfig,
     /// `--event-ttl` (upstream default 1 h).
     pub event_ttl: Duration,
     /// `--etcd-compaction-interval` (upstream default 5 min; 0 disables).
@@ -85,6 +92,11 @@ pub struct Config {
     /// `--enable-admission-plugins`, `--disable-admission-plugins`,
     /// `--admission-control-config-file`.
     pub admission: admission::ChainConfig,
+    /// `--encryption-provider-config`: resources encrypted at rest.
+    pub encryption_provider_config: Option<PathBuf>,
+    /// `--audit-policy-file` and `--audit-log-path` (both needed for an audit log).
+    pub audit_policy_file: Option<PathBuf>,
+    pub audit_log_path: Option<PathBuf>,
 }
 
 impl Config {
@@ -97,6 +109,7 @@ impl Config {
             service_cluster_ip_range: "10.43.0.0/16".into(),
             authorization_mode: vec!["Node".into(), "RBAC".into()],
             authorization_policy_file: None,
+            authorization_webhook: webhook::WebhookAuthzConfig::default(),
             event_ttl: Duration::from_secs(3600),
             compaction_interval: Duration::from_secs(300),
             request_timeout: Duration::from_secs(60),
@@ -105,6 +118,9 @@ impl Config {
             basic_auth_file: None,
             anonymous_auth: false,
             admission: admission::ChainConfig::default(),
+            encryption_provider_config: None,
+            audit_policy_file: None,
+            audit_log_path: None,
         }
     }
 }
@@ -163,12 +179,37 @@ fn authn_chain(
     })
 }
 
+/// The admission plugins this server can build: the admission crate's, plus the dynamic
+/// admission webhooks over the server's HTTPS client.
+fn admission_plugins() -> admission::chain::Plugins {
+    use admission::webhook::{MutatingWebhook, Transport, ValidatingWebhook};
+    let mut plugins = admission::plugins::builtin();
+    let transport: Arc<dyn Transport> = Arc::new(webhook::HttpsTransport::new());
+    let t = Arc::clone(&transport);
+    plugins.register(
+        "MutatingAdmissionWebhook",
+        Box::new(move |_| Ok(Arc::new(MutatingWebhook::new(Arc::clone(&t))) as _)),
+    );
+    plugins.register(
+        "ValidatingAdmissionWebhook",
+        Box::new(move |_| Ok(Arc::new(ValidatingWebhook::new(Arc::clone(&transport))) as _)),
+    );
+    plugins
+}
+
 /// Starts the API server on `store`.
 pub async fn start(
     config: Config,
     store: Arc<dyn Backend>,
     clock: Arc<dyn Clock>,
 ) -> Result<Running, Error> {
+    let store: Arc<dyn Backend> = match &config.encryption_provider_config {
+        Some(path) => Arc::new(encryption::Encrypted::new(
+            store,
+            encryption::EncryptionConfig::load(path)?,
+        )),
+        None => store,
+    };
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|e| Error::Config(format!("{}: {e}", config.data_dir.display())))?;
     let sans = pki::serving_sans(
@@ -179,6 +220,14 @@ pub async fn start(
     let client_roots = server::load_roots(&pki.client_ca_cert)?;
     let tls = server::tls_config(&pki.serving_cert, &pki.serving_key, &client_roots)?;
     let authn = authn_chain(&config, client_roots)?;
+    let audit = match (&config.audit_policy_file, &config.audit_log_path) {
+        (Some(policy), Some(log)) => Some(Arc::new(audit::Auditor::open(policy, log)?)),
+        (None, Some(_)) => {
+            tracing::warn!("--audit-log-path without --audit-policy-file: auditing is off");
+            None
+        }
+        _ => None,
+    };
 
     let addr = SocketAddr::new(config.bind_address, config.https_port);
     let listener = tokio::net::TcpListener::bind(addr)
@@ -221,13 +270,17 @@ pub async fn start(
     let authz = Arc::new(authz::chain(
         &config.authorization_mode,
         config.authorization_policy_file.as_deref(),
+        &config.authorization_webhook,
         &registry,
     )?);
-    let mut chain = admission::Chain::build(&config.admission, &admission::plugins::builtin())
+    let mut chain = admission::Chain::build(&config.admission, &admission_plugins())
         .map_err(|e| Error::Config(e.to_string()))?;
     chain.push(Arc::new(escalation::Escalation {
         authorizer: Arc::clone(&authz),
         rbac: auth::RbacAuthorizer::new(authz::CacheRbac::new(&registry)?),
+    }));
+    chain.push(Arc::new(initializers::Initializers {
+        authorizer: Arc::clone(&authz),
     }));
     tracing::info!(plugins = ?chain.names(), "admission chain");
     registry.set_admission(Arc::new(chain));
@@ -241,6 +294,7 @@ pub async fn start(
         ready: std::sync::atomic::AtomicBool::new(false),
         request_timeout: config.request_timeout,
         min_request_timeout: config.min_request_timeout,
+        audit,
     });
 
     let kubeconfig = config.data_dir.join("admin.kubeconfig");
@@ -324,6 +378,7 @@ async fn bootstrap(registry: &Arc<Registry>) {
         field_manager: Some("kube-apiserver".into()),
         field_validation: registry::FieldValidation::Strict,
         apply: false,
+        include_uninitialized: false,
     };
     if let Some(ns) = registry.lookup("", "v1", "namespaces") {
         for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {

@@ -120,6 +120,7 @@ async fn connection(
         let server = Arc::clone(&server);
         let peer = Arc::clone(&peer);
         async move {
+            let req = req.map(crate::http::stream_body);
             let resp = std::panic::AssertUnwindSafe(server.handle(req, peer))
                 .catch_unwind()
                 .await

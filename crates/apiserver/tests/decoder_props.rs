@@ -118,6 +118,7 @@ fn write_options(dry_run: bool, field_validation: FieldValidation) -> WriteOptio
         field_manager: None,
         field_validation,
         apply: false,
+        include_uninitialized: false,
     }
 }
 

@@ -397,7 +397,7 @@ fn always_allow_and_bad_modes() {
     for (flags, message) in [
         (
             vec!["--authorization-mode", "Webhook"],
-            "Webhook is not implemented yet",
+            "authorization-mode Webhook's authorization config file not passed",
         ),
         (
             vec!["--authorization-mode", "Bogus"],

@@ -112,6 +112,10 @@ fn envelope_errors() {
 fn kinds_cover_the_catalog_and_the_extra_groups() {
     for r in api::catalog::builtin() {
         let av = r.api_version();
+        // The seeds' InitializerConfiguration has no protobuf form (clients send JSON).
+        if r.kind == "InitializerConfiguration" {
+            continue;
+        }
         assert!(supports(&av, &r.kind), "{av} {}", r.kind);
         if r.has_verb("list") {
             assert!(supports(&av, &r.list_kind()), "{av} {}", r.list_kind());
@@ -248,6 +252,12 @@ fn json_names_match_the_openapi_schemas() {
         let expected: BTreeSet<String> = props
             .keys()
             .filter(|k| names.contains(*k) || (*k != "apiVersion" && *k != "kind"))
+            // The seeds' `metadata.initializers` (upstream's 1.7–1.13 alpha) is served in
+            // JSON only: kubectl 1.27+ never sends it in protobuf.
+            .filter(|k| {
+                !(m.name == "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+                    && *k == "initializers")
+            })
             .cloned()
             .collect();
         // Fields newer than the Kubernetes version of the schemas (k8s-openapi's v1_33).

@@ -184,6 +184,12 @@ fn expected_columns(group: &str, plural: &str) -> &'static [&'static str] {
         ("apiextensions.k8s.io", "customresourcedefinitions") => DEFAULT,
         // Create-only reviews: upstream has no printer, the default table.
         ("authentication.k8s.io", _) | ("authorization.k8s.io", _) => DEFAULT,
+        // The seeds' initializers: upstream 1.13 had no printer for them.
+        ("admissionregistration.k8s.io", "initializerconfigurations") => DEFAULT,
+        (
+            "admissionregistration.k8s.io",
+            "mutatingwebhookconfigurations" | "validatingwebhookconfigurations",
+        ) => &["Name", "Webhooks", "Age"],
         _ => panic!("no expected columns for {plural}.{group}: add upstream's"),
     }
 }

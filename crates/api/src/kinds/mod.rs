@@ -3,6 +3,7 @@
 //! and upstream's validation.
 
 pub mod defaults;
+pub mod initializers;
 pub mod validate;
 
 use serde_json::Value;
@@ -87,6 +88,7 @@ kinds! {
     ("", "v1", "Binding") => k::core::v1::Binding,
     ("authentication.k8s.io", "v1", "SelfSubjectReview") => k::authentication::v1::SelfSubjectReview,
     ("authentication.k8s.io", "v1", "TokenReview") => k::authentication::v1::TokenReview,
+    ("admissionregistration.k8s.io", "v1alpha1", "InitializerConfiguration") => initializers::InitializerConfiguration,
     ("authorization.k8s.io", "v1", "LocalSubjectAccessReview") => k::authorization::v1::LocalSubjectAccessReview,
     ("authorization.k8s.io", "v1", "SelfSubjectAccessReview") => k::authorization::v1::SelfSubjectAccessReview,
     ("authorization.k8s.io", "v1", "SelfSubjectRulesReview") => k::authorization::v1::SelfSubjectRulesReview,
@@ -124,6 +126,8 @@ kinds! {
     ("rbac.authorization.k8s.io", "v1", "RoleBinding") => k::rbac::v1::RoleBinding,
     ("rbac.authorization.k8s.io", "v1", "Role") => k::rbac::v1::Role,
     ("scheduling.k8s.io", "v1", "PriorityClass") => k::scheduling::v1::PriorityClass,
+    ("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration") => k::admissionregistration::v1::MutatingWebhookConfiguration,
+    ("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration") => k::admissionregistration::v1::ValidatingWebhookConfiguration,
     ("apiextensions.k8s.io", "v1", "CustomResourceDefinition") => apiext::CustomResourceDefinition,
 }
 

@@ -223,6 +223,27 @@ pub(super) fn build(catalog: &[ResourceInfo], field_extensions: &[FieldExt]) -> 
     }
     generators.push(add_meta_types);
 
+    // InitializerConfiguration has no `k8s-openapi` type: its definitions are hand-written.
+    let mut ic_defs = None;
+    if wanted.contains(&(
+        "admissionregistration.k8s.io".to_string(),
+        "v1alpha1".to_string(),
+        "InitializerConfiguration".to_string(),
+    )) {
+        let (name, defs) = super::initializers::initializer_configuration();
+        let entry = |kind: &str, definition: String| KindEntry {
+            group: "admissionregistration.k8s.io".into(),
+            version: "v1alpha1".into(),
+            kind: kind.into(),
+            definition,
+        };
+        kinds.push(entry("InitializerConfiguration", name.to_string()));
+        lists.push((
+            entry("InitializerConfigurationList", format!("{name}List")),
+            name.to_string(),
+        ));
+        ic_defs = Some(defs);
+    }
     let mut gvks: BTreeMap<String, Vec<(String, String, String)>> = BTreeMap::new();
     for k in kinds.iter().chain(lists.iter().map(|(l, _)| l)) {
         gvks.entry(k.definition.clone()).or_default().push((
@@ -265,6 +286,10 @@ pub(super) fn build(catalog: &[ResourceInfo], field_extensions: &[FieldExt]) -> 
         let mut generator = settings.clone().into_generator();
         add(&mut generator);
         let defs: BTreeMap<String, Value> = generator.take_definitions(true).into_iter().collect();
+        structs.extend(fixups::struct_names(&defs));
+        finish(defs, &mut finished, &mut structs);
+    }
+    if let Some(defs) = ic_defs.take() {
         structs.extend(fixups::struct_names(&defs));
         finish(defs, &mut finished, &mut structs);
     }

@@ -34,6 +34,7 @@ pub(crate) fn reference(name: &str) -> String {
 /// `Quantity` (a `oneOf` of their wire types), `JSON` and the `JSONSchemaPropsOr*` unions
 /// (no type).
 pub(crate) fn special_types(defs: &mut BTreeMap<String, Value>) {
+    super::initializers::initializers_in_object_meta(defs);
     let description = |defs: &BTreeMap<String, Value>, name: &str| {
         defs.get(name)
             .and_then(|d| d.get("description"))

@@ -25,6 +25,7 @@ mod builtin;
 pub mod crd;
 pub mod extensions;
 mod fixups;
+mod initializers;
 pub mod v2;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -38,7 +38,12 @@ pub struct Server {
     pub request_timeout: Duration,
     /// Watches without `timeoutSeconds` last between this and twice this.
     pub min_request_timeout: Duration,
+    /// The audit log (`--audit-policy-file` and `--audit-log-path`).
+    pub audit: Option<Arc<crate::audit::Auditor>>,
 }
+
+/// The audit record of a request in flight (filled once the user is known).
+type AuditSlot = std::sync::Mutex<Option<crate::audit::Record>>;
 
 /// The TLS peer of a connection, shared by all of its requests.
 #[derive(Debug, Default)]
@@ -93,11 +98,57 @@ fn is_public(path: &str) -> bool {
 }
 
 impl Server {
-    /// Handles one request (never fails: errors become `Status` responses).
+    /// Handles one request (never fails: errors become `Status` responses), recording it
+    /// in the audit log when there is one.
     pub async fn handle(
         self: Arc<Self>,
-        mut req: Request<hyper::body::Incoming>,
+        req: Request<crate::http::ReqBody>,
         peer: Arc<Peer>,
+    ) -> Response<Body> {
+        let Some(auditor) = self.audit.clone() else {
+            return self.handle_request(req, peer, None).await;
+        };
+        let slot = AuditSlot::default();
+        let is_watch = req.uri().query().is_some_and(|q| {
+            q.split('&')
+                .any(|kv| kv == "watch=true" || kv == "watch=1" || kv == "watch")
+        }) || req.uri().path().contains("/watch/");
+        let resp = self.handle_request(req, peer, Some(&slot)).await;
+        let record = match slot.lock() {
+            Ok(mut g) => g.take(),
+            Err(p) => p.into_inner().take(),
+        };
+        let Some(record) = record else {
+            return resp;
+        };
+        let code = resp.status().as_u16();
+        if is_watch && code < 300 {
+            auditor.response_started(&record, code);
+            let (parts, body) = resp.into_parts();
+            let body = crate::http::AuditedBody::new(body, move || {
+                auditor.complete(record, code, None);
+            });
+            return Response::from_parts(parts, http_body_util::BodyExt::boxed_unsync(body));
+        }
+        if code >= 400 || record.level >= crate::audit::Level::RequestResponse {
+            let (parts, body) = resp.into_parts();
+            let bytes = http_body_util::BodyExt::collect(body)
+                .await
+                .map(|c| c.to_bytes())
+                .unwrap_or_default();
+            let object = serde_json::from_slice::<Value>(&bytes).ok();
+            auditor.complete(record, code, object);
+            return Response::from_parts(parts, crate::http::full(bytes));
+        }
+        auditor.complete(record, code, None);
+        resp
+    }
+
+    async fn handle_request(
+        self: Arc<Self>,
+        mut req: Request<crate::http::ReqBody>,
+        peer: Arc<Peer>,
+        audit: Option<&AuditSlot>,
     ) -> Response<Body> {
         let started = Instant::now();
         let path = req.uri().path().to_string();
@@ -119,22 +170,63 @@ impl Server {
                     Unauthenticated::Rejected(r) => r,
                 };
                 tracing::debug!(%path, %reason, peer = %peer.addr, "Unable to authenticate the request");
+                self.audit_start(audit, &req, &info, &UserInfo::default(), None, &peer);
                 let r = error_response(&ApiError::unauthorized());
                 self.metrics
                     .observe(&info, r.status().as_u16(), started.elapsed());
                 return r;
             }
         };
+        let requestor = user.clone();
         let user = match self.impersonate(&mut req, user) {
             Ok(u) => u,
             Err(e) => {
+                self.audit_start(audit, &req, &info, &requestor, None, &peer);
                 let r = error_response(&e);
                 self.metrics
                     .observe(&info, r.status().as_u16(), started.elapsed());
                 return r;
             }
         };
-        if let Some(r) = self.forbidden(&info, &user) {
+        let impersonator = (requestor != user).then_some(&requestor);
+        self.audit_start(audit, &req, &info, &user, impersonator, &peer);
+        let decision = self.forbidden(&info, &user);
+        if let Some(slot) = audit
+            && let Ok(mut g) = slot.lock()
+            && let Some(record) = g.as_mut()
+        {
+            crate::audit::Auditor::authorized(record, decision.is_none(), "");
+        }
+        if let Some(slot) = audit
+            && decision.is_none()
+            && matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH)
+        {
+            let wants_body = slot
+                .lock()
+                .ok()
+                .and_then(|g| g.as_ref().map(|r| r.level >= crate::audit::Level::Request))
+                .unwrap_or(false);
+            if wants_body {
+                let (parts, body) = req.into_parts();
+                let bytes = match crate::http::read_body(body).await {
+                    Ok(b) => b,
+                    Err(e) => return error_response(&e),
+                };
+                // Decoded as the handler will (JSON, YAML or protobuf).
+                let object = crate::http::content_type(&parts.headers)
+                    .ok()
+                    .and_then(|ct| crate::http::decode_body(&bytes, ct, None).ok())
+                    .or_else(|| serde_json::from_slice::<Value>(&bytes).ok());
+                if let (Some(object), Some(auditor)) = (object, self.audit.as_ref())
+                    && let Ok(mut g) = slot.lock()
+                    && let Some(record) = g.as_mut()
+                {
+                    auditor.request_object(record, object);
+                }
+                req = Request::from_parts(parts, crate::http::bytes_body(bytes));
+            }
+        }
+        if let Some(r) = decision {
             self.metrics
                 .observe(&info, r.status().as_u16(), started.elapsed());
             return r;
@@ -174,13 +266,46 @@ impl Server {
         resp
     }
 
+    /// Starts the audit record of a request, when auditing.
+    fn audit_start(
+        &self,
+        slot: Option<&AuditSlot>,
+        req: &Request<crate::http::ReqBody>,
+        info: &RequestInfo,
+        user: &UserInfo,
+        impersonator: Option<&UserInfo>,
+        peer: &Peer,
+    ) {
+        let (Some(slot), Some(auditor)) = (slot, self.audit.as_ref()) else {
+            return;
+        };
+        let uri = req
+            .uri()
+            .path_and_query()
+            .map_or_else(|| req.uri().path().to_string(), |p| p.to_string());
+        let agent = req
+            .headers()
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        let ip = peer
+            .addr
+            .rsplit_once(':')
+            .map_or(peer.addr.as_str(), |(h, _)| h)
+            .trim_matches(|c| c == '[' || c == ']');
+        let record = auditor.start(info, &uri, user, impersonator, ip, agent);
+        if let Ok(mut g) = slot.lock() {
+            *g = record;
+        }
+    }
+
     /// Upstream's `WithImpersonation` filter: `Impersonate-User`, `-Uid`, `-Group` and
     /// `-Extra-<key>` headers make the request act as another user, each part checked with
     /// the `impersonate` verb on `users`, `serviceaccounts`, `uids`, `groups` or
     /// `userextras/<key>`. The headers are removed once honoured.
     fn impersonate(
         &self,
-        req: &mut Request<hyper::body::Incoming>,
+        req: &mut Request<crate::http::ReqBody>,
         requestor: UserInfo,
     ) -> Result<UserInfo, ApiError> {
         use auth::Authorizer;
@@ -336,7 +461,7 @@ impl Server {
 
     async fn route(
         self: Arc<Self>,
-        req: Request<hyper::body::Incoming>,
+        req: Request<crate::http::ReqBody>,
         info: RequestInfo,
         query: Query,
         user: UserInfo,
@@ -464,7 +589,7 @@ impl Server {
     /// Dispatches a resource request by verb.
     async fn resource(
         self: &Arc<Self>,
-        req: Request<hyper::body::Incoming>,
+        req: Request<crate::http::ReqBody>,
         info: &RequestInfo,
         query: &Query,
         user: &UserInfo,

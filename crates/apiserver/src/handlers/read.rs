@@ -33,6 +33,9 @@ pub(super) async fn get(
 ) -> Result<Response<Body>, ApiError> {
     let accept = negotiate(headers)?;
     let obj = srv.registry.get(r, ns, name).await?;
+    if api::kinds::initializers::is_uninitialized(&obj) && !include_uninitialized(query) {
+        return Err(ApiError::not_found(r.gr(), name));
+    }
     let obj = match subresource {
         None | Some("status") => obj,
         Some("scale") => crate::handlers::write::scale_of(r, &obj)?,
@@ -41,9 +44,18 @@ pub(super) async fn get(
     object_response(r, StatusCode::OK, &obj, accept, query, &[])
 }
 
-/// The selectors of a list or watch as one predicate.
+/// `includeUninitialized=true`: objects whose initializers have not finished are visible.
+fn include_uninitialized(query: &Query) -> bool {
+    query.get("includeUninitialized") == Some("true")
+}
+
+/// The selectors of a list or watch as one predicate (uninitialized objects hidden unless
+/// the request includes them).
 fn predicate(r: &Resource, query: &Query) -> Result<Predicate, ApiError> {
-    let mut preds = Vec::new();
+    let mut preds: Vec<Predicate> = Vec::new();
+    if !include_uninitialized(query) {
+        preds.push(Arc::new(|o: &CachedObject| !o.uninitialized));
+    }
     if let Some(p) = selectors::label_predicate(query.get("labelSelector"))? {
         preds.push(p);
     }

@@ -95,6 +95,7 @@ fn write_options_unchecked(
         field_validation: FieldValidation::parse(query.get("fieldValidation"))
             .unwrap_or(FieldValidation::Warn),
         apply: false,
+        include_uninitialized: query.get("includeUninitialized") == Some("true"),
     })
 }
 
@@ -103,7 +104,7 @@ fn write_options_unchecked(
 /// from there, as upstream's decoder fills them in (`gvkWithDefaults`). Custom resources
 /// must name their kind (upstream's unstructured decoding requires it).
 async fn body_value(
-    req: Request<hyper::body::Incoming>,
+    req: Request<crate::http::ReqBody>,
     expected: (&str, &str),
     typed: bool,
 ) -> Result<(Value, ContentType, HeaderMap), ApiError> {
@@ -168,7 +169,7 @@ pub(super) async fn create(
     ns: Option<&str>,
     name: &str,
     subresource: Option<&str>,
-    req: Request<hyper::body::Incoming>,
+    req: Request<crate::http::ReqBody>,
     query: &Query,
     user: &UserInfo,
 ) -> Result<Response<Body>, ApiError> {
@@ -193,8 +194,75 @@ pub(super) async fn create(
     if let Some(v) = crate::registry::virtuals::lookup(&r.info) {
         return create_virtual(srv, r, ns, v, body, &headers, query, &opts);
     }
-    let w = srv.registry.create(r, ns, body, &opts).await?;
+    let mut w = srv.registry.create(r, ns, body, &opts).await?;
+    if !opts.include_uninitialized
+        && !opts.dry_run
+        && api::kinds::initializers::is_uninitialized(&w.object)
+    {
+        w.object = wait_initialized(r, &w.object).await?;
+    }
     written_response(r, w, &headers, query)
+}
+
+/// Waits until the initializers of the object just created have all finished (upstream's
+/// `WaitForInitialized`): the initialized object, or the failure an initializer recorded.
+/// The request timeout bounds the wait.
+async fn wait_initialized(r: &Arc<Resource>, created: &Value) -> Result<Value, ApiError> {
+    use crate::registry::{CachedObject, EventType, WatchMsg};
+    let name = api::meta::name(created).unwrap_or_default().to_string();
+    let key = r.info.key(api::meta::namespace(created), &name);
+    let rv = api::meta::resource_version(created)
+        .and_then(|v| v.parse::<i64>().ok())
+        .unwrap_or(0);
+    let wanted = key.clone();
+    let mut events = r
+        .cacher
+        .watch(
+            Some(rv),
+            Arc::new(move |o: &CachedObject| o.key == wanted),
+            &key,
+            false,
+            false,
+        )
+        .map_err(|_| ApiError::internal("the watch cache no longer holds the created object"))?;
+    let failed = |obj: &Value| {
+        api::kinds::initializers::failure(obj).map(|status| {
+            let code = status["code"]
+                .as_u64()
+                .and_then(|c| u16::try_from(c).ok())
+                .filter(|c| *c >= 400)
+                .unwrap_or(500);
+            let mut status = status.clone();
+            if let Some(m) = status.as_object_mut() {
+                m.insert("kind".into(), json!("Status"));
+                m.insert("apiVersion".into(), json!("v1"));
+                m.entry("metadata").or_insert_with(|| json!({}));
+                m.insert("code".into(), json!(code));
+            }
+            ApiError::from_status(code, status)
+        })
+    };
+    while let Some(msg) = events.recv().await {
+        let WatchMsg::Event(kind, obj) = msg else {
+            continue;
+        };
+        let Some(value) = obj.value() else {
+            continue;
+        };
+        if let Some(e) = failed(&value) {
+            return Err(e);
+        }
+        match kind {
+            EventType::Deleted => {
+                return Err(ApiError::internal(format!(
+                    "object {name} was deleted before its initialization completed"
+                )));
+            }
+            _ if !obj.uninitialized => return Ok(value),
+            _ => {}
+        }
+    }
+    Err(ApiError::internal("the watch of the created object ended"))
 }
 
 /// A create of a resource that stores nothing: the body is decoded through its type (a
@@ -234,7 +302,7 @@ pub(super) async fn update(
     ns: Option<&str>,
     name: &str,
     subresource: Option<&str>,
-    req: Request<hyper::body::Incoming>,
+    req: Request<crate::http::ReqBody>,
     query: &Query,
     user: &UserInfo,
 ) -> Result<Response<Body>, ApiError> {
@@ -357,7 +425,7 @@ pub(super) async fn patch(
     ns: Option<&str>,
     name: &str,
     subresource: Option<&str>,
-    req: Request<hyper::body::Incoming>,
+    req: Request<crate::http::ReqBody>,
     query: &Query,
     user: &UserInfo,
 ) -> Result<Response<Body>, ApiError> {
@@ -473,7 +541,7 @@ pub(super) async fn patch(
                 return Ok((new, Vec::new(), pre));
             }
             // The patched object goes through decoding like a body would.
-            let decoded = r.strategy.decode(&r.info, &patched)?;
+            let decoded = crate::registry::decode_keeping_initializers(r, &patched)?;
             let mut warnings = Vec::new();
             if !decoded.unknown_fields.is_empty() {
                 let list: Vec<String> = decoded
@@ -546,7 +614,7 @@ fn delete_options(body: Option<&Value>, query: &Query) -> Result<DeleteOptions, 
 }
 
 async fn optional_body(
-    req: Request<hyper::body::Incoming>,
+    req: Request<crate::http::ReqBody>,
 ) -> Result<(Option<Value>, HeaderMap), ApiError> {
     let (parts, body) = req.into_parts();
     let bytes = read_body(body).await?;
@@ -570,7 +638,7 @@ pub(super) async fn delete(
     r: &Arc<Resource>,
     ns: Option<&str>,
     name: &str,
-    req: Request<hyper::body::Incoming>,
+    req: Request<crate::http::ReqBody>,
     query: &Query,
     user: &UserInfo,
 ) -> Result<Response<Body>, ApiError> {
@@ -597,7 +665,7 @@ pub(super) async fn delete_collection(
     srv: &Arc<Server>,
     r: &Arc<Resource>,
     ns: Option<&str>,
-    req: Request<hyper::body::Incoming>,
+    req: Request<crate::http::ReqBody>,
     query: &Query,
     user: &UserInfo,
 ) -> Result<Response<Body>, ApiError> {

@@ -132,6 +132,7 @@ impl Registry {
             field_manager: None,
             field_validation: super::FieldValidation::Ignore,
             apply: false,
+            include_uninitialized: true,
         }
     }
 }

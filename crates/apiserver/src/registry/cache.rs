@@ -32,6 +32,9 @@ pub struct CachedObject {
     pub name: String,
     pub labels: Vec<(String, String)>,
     pub fields: Vec<(String, String)>,
+    /// Initializers are still pending: hidden unless the request includes uninitialized
+    /// objects.
+    pub uninitialized: bool,
 }
 
 impl CachedObject {
@@ -73,6 +76,7 @@ pub fn make_object(
         name: api::meta::name(&value).unwrap_or_default().to_string(),
         labels,
         fields: fields(&value),
+        uninitialized: api::kinds::initializers::is_uninitialized(&value),
         bytes,
     })
 }

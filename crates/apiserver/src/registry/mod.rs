@@ -62,6 +62,9 @@ pub struct WriteOptions {
     pub field_validation: FieldValidation,
     /// A server-side apply: managed fields are computed by the apply itself.
     pub apply: bool,
+    /// `includeUninitialized=true`: the request may see and update objects whose
+    /// initializers have not finished, and a create returns without waiting for them.
+    pub include_uninitialized: bool,
 }
 
 /// A served resource.
@@ -112,6 +115,29 @@ pub struct Registry {
     pub advertise_port: u16,
     /// The admission chain, installed once at start-up.
     admission: std::sync::OnceLock<Arc<admission::Chain>>,
+}
+
+/// The strategy's decoding of `obj`, keeping `metadata.initializers` (which the typed
+/// `ObjectMeta` no longer has) as it was.
+pub fn decode_keeping_initializers(
+    r: &Resource,
+    obj: &Value,
+) -> Result<api::kinds::Decoded, ApiError> {
+    let initializers = obj["metadata"].get("initializers").cloned();
+    let Some(initializers) = initializers else {
+        return r.strategy.decode(&r.info, obj);
+    };
+    let mut stripped = obj.clone();
+    if let Some(m) = stripped["metadata"].as_object_mut() {
+        m.remove("initializers");
+    }
+    let mut decoded = r.strategy.decode(&r.info, &stripped)?;
+    if !initializers.is_null()
+        && let Some(m) = decoded.object["metadata"].as_object_mut()
+    {
+        m.insert("initializers".into(), initializers);
+    }
+    Ok(decoded)
 }
 
 /// An API error for a store error about object `name` of `r`.
@@ -388,7 +414,7 @@ impl Registry {
         obj: &Value,
         fv: FieldValidation,
     ) -> Result<(Value, Vec<String>), ApiError> {
-        let decoded = r.strategy.decode(&r.info, obj)?;
+        let decoded = decode_keeping_initializers(r, obj)?;
         let mut warnings = Vec::new();
         if !decoded.unknown_fields.is_empty() {
             match fv {
@@ -610,6 +636,12 @@ impl Registry {
                 )),
                 None => None,
             };
+            if let Some(o) = &old
+                && !opts.include_uninitialized
+                && api::kinds::initializers::is_uninitialized(o)
+            {
+                return Err(ApiError::not_found(r.gr(), name));
+            }
             let (new, warnings, precondition) = mutate(old.as_ref())?;
             let outcome = match (&old, &current) {
                 (None, _) => {
@@ -753,7 +785,12 @@ impl Registry {
         let mut errs = metacheck::object_meta(r, &new);
         errs.extend(metacheck::object_meta_update(r, &new, &old));
         if main {
-            errs.extend(r.strategy.validate_update(&r.info, &new, &old));
+            // Initializers may still shape an uninitialized object as a create would.
+            if api::kinds::initializers::is_uninitialized(&old) {
+                errs.extend(r.strategy.validate(&r.info, &new));
+            } else {
+                errs.extend(r.strategy.validate_update(&r.info, &new, &old));
+            }
         }
         if !errs.is_empty() {
             return Err(Retry::Fail(Self::invalid(r, name, &errs)));
@@ -790,8 +827,27 @@ impl Registry {
             });
         }
         let key = r.info.key(api::meta::namespace(&new), name);
-        // The last finalizer of an object being deleted is gone: delete it now.
-        if api::meta::deletion_timestamp(&new).is_some() && api::meta::finalizers(&new).is_empty() {
+        // An initializer failed the object: it is stored with the result (so that watchers
+        // and the waiting creator see why), then deleted.
+        let mut current_rev = current_rev;
+        if api::kinds::initializers::failure(&new).is_some() {
+            let bytes = stored::encode_for_store(convert::to_storage(&r.info, new.clone()));
+            current_rev = match self
+                .store
+                .update(&key, Bytes::from(bytes), current_rev, r.strategy.ttl())
+                .await
+            {
+                Ok(kv) => kv.mod_revision,
+                Err(StoreError::Conflict { .. }) => return Err(Retry::Conflict),
+                Err(e) => return Err(Retry::Fail(store_error(r, name, e))),
+            };
+        }
+        // The last finalizer of an object being deleted is gone, or an initializer failed
+        // it: delete it now.
+        if api::kinds::initializers::failure(&new).is_some()
+            || (api::meta::deletion_timestamp(&new).is_some()
+                && api::meta::finalizers(&new).is_empty())
+        {
             return match self.store.delete(&key, Some(current_rev)).await {
                 Ok(d) => {
                     if is_service(r) {

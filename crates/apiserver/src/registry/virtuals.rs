@@ -31,7 +31,7 @@ pub trait VirtualResource: Send + Sync {
 }
 
 /// `authentication.k8s.io/v1` `UserInfo` of a user (empty fields left out).
-fn user_info(user: &UserInfo) -> Value {
+pub(crate) fn user_info(user: &UserInfo) -> Value {
     let mut m = Map::new();
     m.insert("username".into(), json!(user.name));
     if !user.uid.is_empty() {

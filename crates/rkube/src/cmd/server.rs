@@ -48,6 +48,19 @@ pub struct ServerArgs {
     /// The ABAC policy file (JSON lines), for --authorization-mode=ABAC.
     #[arg(long)]
     pub authorization_policy_file: Option<PathBuf>,
+    /// A kubeconfig file naming the authorization webhook, for
+    /// --authorization-mode=Webhook.
+    #[arg(long)]
+    pub authorization_webhook_config_file: Option<PathBuf>,
+    /// The SubjectAccessReview version sent to the authorization webhook (v1 or v1beta1).
+    #[arg(long, default_value = "v1")]
+    pub authorization_webhook_version: String,
+    /// How long the authorization webhook's "allowed" answers are cached.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub authorization_webhook_cache_authorized_ttl: Duration,
+    /// How long the authorization webhook's other answers are cached.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub authorization_webhook_cache_unauthorized_ttl: Duration,
     /// How long Events live.
     #[arg(long, default_value = "1h", value_parser = parse_duration)]
     pub event_ttl: Duration,
@@ -79,6 +92,15 @@ pub struct ServerArgs {
     /// An AdmissionConfiguration file with per-plugin configuration.
     #[arg(long)]
     pub admission_control_config_file: Option<PathBuf>,
+    /// An EncryptionConfiguration file: resources encrypted at rest and their keys.
+    #[arg(long)]
+    pub encryption_provider_config: Option<PathBuf>,
+    /// The audit policy (audit.k8s.io/v1 Policy).
+    #[arg(long)]
+    pub audit_policy_file: Option<PathBuf>,
+    /// Where audit events go, one JSON line each (`-` for stdout).
+    #[arg(long)]
+    pub audit_log_path: Option<PathBuf>,
 }
 
 /// Parses Go-style durations: `90s`, `5m`, `1h30m`, `250ms`, or plain seconds.
@@ -144,6 +166,12 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     config.service_cluster_ip_range = args.service_cluster_ip_range.clone();
     config.authorization_mode = args.authorization_mode.clone();
     config.authorization_policy_file = args.authorization_policy_file.clone();
+    config.authorization_webhook = apiserver::webhook::WebhookAuthzConfig {
+        config_file: args.authorization_webhook_config_file.clone(),
+        version: args.authorization_webhook_version.clone(),
+        authorized_ttl: args.authorization_webhook_cache_authorized_ttl,
+        unauthorized_ttl: args.authorization_webhook_cache_unauthorized_ttl,
+    };
     config.event_ttl = args.event_ttl;
     config.compaction_interval = args.etcd_compaction_interval;
     config.request_timeout = args.request_timeout;
@@ -151,6 +179,9 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     config.token_auth_file = args.token_auth_file.clone();
     config.basic_auth_file = args.basic_auth_file.clone();
     config.anonymous_auth = args.anonymous_auth;
+    config.encryption_provider_config = args.encryption_provider_config.clone();
+    config.audit_policy_file = args.audit_policy_file.clone();
+    config.audit_log_path = args.audit_log_path.clone();
     config.admission = admission::ChainConfig {
         enable: args.enable_admission_plugins.clone(),
         disable: args.disable_admission_plugins.clone(),

@@ -84,6 +84,12 @@ pub(crate) fn apply(group: &str, kind: &str, obj: &mut Value) {
             }
         }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => crd(obj),
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") => {
+            super::webhooks::webhook_configuration(obj, true)
+        }
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
+            super::webhooks::webhook_configuration(obj, false)
+        }
         _ => {}
     }
     wire_zero_status(group, kind, obj);

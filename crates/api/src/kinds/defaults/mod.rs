@@ -23,6 +23,7 @@
 mod kinds;
 mod pod;
 mod strategy;
+mod webhooks;
 
 use serde_json::{Map, Value};
 

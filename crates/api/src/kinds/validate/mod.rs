@@ -23,6 +23,7 @@ mod resources;
 mod storage;
 mod tz;
 mod util;
+mod webhooks;
 
 use std::collections::BTreeMap;
 
@@ -118,6 +119,12 @@ pub fn create(group: &str, version: &str, kind: &str, obj: &Value) -> Vec<FieldE
         ("rbac.authorization.k8s.io", "ClusterRoleBinding") => misc::role_binding(obj, false),
         ("scheduling.k8s.io", "PriorityClass") => misc::priority_class(obj),
         ("apiextensions.k8s.io", "CustomResourceDefinition") => apiext::crd_create(obj),
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") => {
+            webhooks::webhook_configuration(obj, true)
+        }
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
+            webhooks::webhook_configuration(obj, false)
+        }
         _ => {
             let _ = version;
             Vec::new()
@@ -174,6 +181,12 @@ pub fn update(group: &str, version: &str, kind: &str, new: &Value, old: &Value) 
         }
         ("scheduling.k8s.io", "PriorityClass") => misc::priority_class_update(new, old),
         ("apiextensions.k8s.io", "CustomResourceDefinition") => apiext::crd_update(new, old),
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") => {
+            webhooks::webhook_configuration_update(new, old, true)
+        }
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
+            webhooks::webhook_configuration_update(new, old, false)
+        }
         _ => {
             let _ = version;
             Vec::new()
