@@ -592,6 +592,19 @@ const DEFS: &[Def] = &[
         subs: &[],
         storage: "/registry/initializerconfigurations",
     },
+    // certificates.k8s.io/v1
+    Def {
+        group: "certificates.k8s.io",
+        version: "v1",
+        kind: "CertificateSigningRequest",
+        plural: "certificatesigningrequests",
+        namespaced: false,
+        short: &["csr"],
+        categories: &[],
+        verbs: STANDARD_VERBS,
+        subs: &["approval", "status"],
+        storage: "/registry/certificatesigningrequests",
+    },
     // policy/v1
     Def {
         group: "policy",
@@ -714,6 +727,7 @@ fn subresource(parent: &Def, name: &str) -> SubresourceInfo {
         "binding" => ("", "v1", "Binding", &["create"]),
         "eviction" => ("policy", "v1", "Eviction", &["create"]),
         "finalize" => (parent.group, parent.version, parent.kind, &["update"]),
+        "approval" => (parent.group, parent.version, parent.kind, STATUS_VERBS),
         other => (parent.group, parent.version, other, &[]),
     };
     SubresourceInfo {

@@ -9,6 +9,7 @@ pub mod audit;
 pub mod authn;
 pub mod authz;
 mod crds;
+pub mod csr;
 pub mod discovery;
 pub mod encryption;
 mod escalation;
@@ -279,11 +280,20 @@ pub async fn start(
         authorizer: Arc::clone(&authz),
         rbac: auth::RbacAuthorizer::new(authz::CacheRbac::new(&registry)?),
     }));
+    chain.push(Arc::new(csr::CsrAdmission));
     chain.push(Arc::new(initializers::Initializers {
         authorizer: Arc::clone(&authz),
     }));
     tracing::info!(plugins = ?chain.names(), "admission chain");
     registry.set_admission(Arc::new(chain));
+    let mut authn = authn;
+    if let Some(secrets) = registry.lookup("", "v1", "secrets") {
+        authn.authenticators.push(Box::new(csr::BootstrapTokens {
+            secrets: Arc::clone(&secrets.cacher),
+            clock: Arc::clone(&registry.clock),
+        }));
+    }
+    let csr_authz = Arc::clone(&authz);
     let srv = Arc::new(Server {
         registry: Arc::clone(&registry),
         authz,
@@ -306,6 +316,9 @@ pub async fn start(
     }));
     bootstrap(&registry).await;
     tokio::spawn(crds::run(Arc::clone(&registry)));
+    csr::ensure_component_kubeconfigs(&pki, &config.data_dir, &url)?;
+    csr::ensure_join_token(&registry, &config.data_dir, &system_write_options()).await?;
+    tokio::spawn(csr::run(Arc::clone(&registry), csr_authz, pki.clone()));
     srv.ready.store(true, Ordering::SeqCst);
     let compactor = (!config.compaction_interval.is_zero())
         .then(|| store::spawn_compactor(Arc::clone(&store), config.compaction_interval));
@@ -365,8 +378,9 @@ async fn kubernetes_service(registry: &Arc<Registry>, system: &registry::WriteOp
 
 /// Creates what every cluster has from the start (upstream's system namespaces), and waits
 /// for the watch caches.
-async fn bootstrap(registry: &Arc<Registry>) {
-    let system = registry::WriteOptions {
+/// How the server writes its own objects: `system:apiserver` in `system:masters`.
+fn system_write_options() -> registry::WriteOptions {
+    registry::WriteOptions {
         user: authn::UserInfo {
             name: "system:apiserver".into(),
             uid: String::new(),
@@ -379,7 +393,11 @@ async fn bootstrap(registry: &Arc<Registry>) {
         field_validation: registry::FieldValidation::Strict,
         apply: false,
         include_uninitialized: false,
-    };
+    }
+}
+
+async fn bootstrap(registry: &Arc<Registry>) {
+    let system = system_write_options();
     if let Some(ns) = registry.lookup("", "v1", "namespaces") {
         for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});

@@ -44,6 +44,11 @@ fn validity(params: &mut CertificateParams, days: i64) {
         (now + std::time::Duration::from_secs(u64::try_from(days * 86400).unwrap_or(0))).into();
 }
 
+/// Writes a file readable by its owner only.
+pub(crate) fn write_private_file(path: &Path, contents: &str) -> Result<(), Error> {
+    write_private(path, contents)
+}
+
 fn write_private(path: &Path, contents: &str) -> Result<(), Error> {
     std::fs::write(path, contents).map_err(|e| io_err(path, e))?;
     set_mode(path, 0o600)
@@ -209,6 +214,35 @@ impl Pki {
         let key = KeyPair::from_pem(&key_pem).map_err(pki_err)?;
         let issuer = Issuer::from_ca_cert_pem(&cert_pem, key).map_err(pki_err)?;
         issue(&issuer, cn, orgs, &[], false)
+    }
+
+    /// Signs a certificate request with the client CA for `secs` seconds: a client
+    /// certificate for the request's subject (its SANs dropped), PEM.
+    pub fn sign_client_request(
+        &self,
+        req: &mut rcgen::CertificateSigningRequestParams,
+        secs: u64,
+    ) -> Result<String, Error> {
+        let key_pem = std::fs::read_to_string(&self.client_ca_key)
+            .map_err(|e| io_err(&self.client_ca_key, e))?;
+        let cert_pem = std::fs::read_to_string(&self.client_ca_cert)
+            .map_err(|e| io_err(&self.client_ca_cert, e))?;
+        let key = KeyPair::from_pem(&key_pem).map_err(pki_err)?;
+        let issuer = Issuer::from_ca_cert_pem(&cert_pem, key).map_err(pki_err)?;
+        let params = &mut req.params;
+        params.subject_alt_names.clear();
+        params.is_ca = rcgen::IsCa::NoCa;
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        params.use_authority_key_identifier_extension = true;
+        let now = std::time::SystemTime::now();
+        params.not_before = (now - std::time::Duration::from_secs(300)).into();
+        params.not_after = (now + std::time::Duration::from_secs(secs)).into();
+        let cert = req.signed_by(&issuer).map_err(pki_err)?;
+        Ok(cert.pem())
     }
 
     /// Writes a kubeconfig with the server CA and a client certificate embedded.

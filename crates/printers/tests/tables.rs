@@ -186,6 +186,14 @@ fn expected_columns(group: &str, plural: &str) -> &'static [&'static str] {
         ("authentication.k8s.io", _) | ("authorization.k8s.io", _) => DEFAULT,
         // The seeds' initializers: upstream 1.13 had no printer for them.
         ("admissionregistration.k8s.io", "initializerconfigurations") => DEFAULT,
+        ("certificates.k8s.io", "certificatesigningrequests") => &[
+            "Name",
+            "Age",
+            "SignerName",
+            "Requestor",
+            "RequestedDuration",
+            "Condition",
+        ],
         (
             "admissionregistration.k8s.io",
             "mutatingwebhookconfigurations" | "validatingwebhookconfigurations",

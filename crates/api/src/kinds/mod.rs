@@ -88,6 +88,7 @@ kinds! {
     ("", "v1", "Binding") => k::core::v1::Binding,
     ("authentication.k8s.io", "v1", "SelfSubjectReview") => k::authentication::v1::SelfSubjectReview,
     ("authentication.k8s.io", "v1", "TokenReview") => k::authentication::v1::TokenReview,
+    ("certificates.k8s.io", "v1", "CertificateSigningRequest") => k::certificates::v1::CertificateSigningRequest,
     ("admissionregistration.k8s.io", "v1alpha1", "InitializerConfiguration") => initializers::InitializerConfiguration,
     ("authorization.k8s.io", "v1", "LocalSubjectAccessReview") => k::authorization::v1::LocalSubjectAccessReview,
     ("authorization.k8s.io", "v1", "SelfSubjectAccessReview") => k::authorization::v1::SelfSubjectAccessReview,

@@ -316,7 +316,7 @@ pub(super) async fn update(
         && api::kinds::is_builtin(&r.info.group, &r.info.version, &r.info.kind);
     let (body, _, headers) = body_value(req, (&api_version, &expected_kind), typed).await?;
     match subresource {
-        None | Some("status") | Some("finalize") => {
+        None | Some("status") | Some("finalize") | Some("approval") => {
             let sub = subresource.map(|s| if s == "finalize" { "finalize" } else { s });
             let w = srv.registry.replace(r, ns, name, sub, body, &opts).await?;
             written_response(r, w, &headers, query)

@@ -756,9 +756,17 @@ impl Registry {
         // upstream's ScaleREST does); only its managedFields are the subresource's.
         let main = matches!(subresource, None | Some("scale"));
         match subresource {
-            Some("status") => r
-                .strategy
-                .prepare_for_status_update(&r.info, &mut new, &old),
+            Some("status") => {
+                r.strategy
+                    .prepare_for_status_update(&r.info, &mut new, &old);
+                if is_csr(r) {
+                    crate::csr::prepare_for_status_update(&mut new, &old, &self.now())
+                        .map_err(|e| Retry::Fail(Self::invalid(r, name, &[e])))?;
+                }
+            }
+            Some("approval") if is_csr(r) => {
+                crate::csr::prepare_for_approval_update(&mut new, &old, &self.now());
+            }
             _ if main => r.strategy.prepare_for_update(&r.info, &mut new, &old),
             _ => {}
         }
@@ -1145,6 +1153,10 @@ pub struct DeleteOptions {
 enum Retry {
     Conflict,
     Fail(ApiError),
+}
+
+fn is_csr(r: &Resource) -> bool {
+    r.info.group == "certificates.k8s.io" && r.info.plural == "certificatesigningrequests"
 }
 
 fn is_service(r: &Resource) -> bool {
