@@ -24,6 +24,7 @@ pub mod registry;
 pub mod requestinfo;
 mod selectors;
 pub mod server;
+pub mod serviceaccount;
 pub mod webhook;
 
 use std::net::{IpAddr, SocketAddr};
@@ -98,6 +99,10 @@ pub struct Config {
     /// `--audit-policy-file` and `--audit-log-path` (both needed for an audit log).
     pub audit_policy_file: Option<PathBuf>,
     pub audit_log_path: Option<PathBuf>,
+    /// `--service-account-key-file`, `--service-account-signing-key-file`,
+    /// `--service-account-issuer`, `--api-audiences`,
+    /// `--service-account-max-token-expiration`, `--service-account-extend-token-expiration`.
+    pub service_accounts: serviceaccount::Options,
 }
 
 impl Config {
@@ -122,6 +127,7 @@ impl Config {
             encryption_provider_config: None,
             audit_policy_file: None,
             audit_log_path: None,
+            service_accounts: serviceaccount::Options::default(),
         }
     }
 }
@@ -160,7 +166,8 @@ fn first_service_ip(range: &str) -> Option<IpAddr> {
 }
 
 /// The authenticator chain the flags select, in upstream's order (x509, basic auth, token
-/// file); a bad file stops the start-up.
+/// file; service-account tokens join it once the registry exists); a bad file stops the
+/// start-up.
 fn authn_chain(
     config: &Config,
     client_roots: rustls::RootCertStore,
@@ -220,7 +227,8 @@ pub async fn start(
     let pki = Pki::ensure(&config.data_dir, &sans)?;
     let client_roots = server::load_roots(&pki.client_ca_cert)?;
     let tls = server::tls_config(&pki.serving_cert, &pki.serving_key, &client_roots)?;
-    let authn = authn_chain(&config, client_roots)?;
+    let mut authn = authn_chain(&config, client_roots)?;
+    let sa_keys = serviceaccount::Keys::load(&config.service_accounts, &pki.dir)?;
     let audit = match (&config.audit_policy_file, &config.audit_log_path) {
         (Some(policy), Some(log)) => Some(Arc::new(audit::Auditor::open(policy, log)?)),
         (None, Some(_)) => {
@@ -268,6 +276,13 @@ pub async fn start(
         service_range,
         (advertise.to_string(), addr.port()),
     );
+    let sa_tokens = Arc::new(serviceaccount::Tokens::new(
+        sa_keys,
+        &config.service_accounts,
+        Arc::new(serviceaccount::CacheObjects::new(&registry)?),
+        Arc::clone(&registry.clock),
+    ));
+    authn.authenticators.push(Box::new(Arc::clone(&sa_tokens)));
     let authz = Arc::new(authz::chain(
         &config.authorization_mode,
         config.authorization_policy_file.as_deref(),
@@ -298,6 +313,7 @@ pub async fn start(
         registry: Arc::clone(&registry),
         authz,
         authn,
+        sa_tokens,
         server_address: format!("{host}:{}", addr.port()),
         metrics: metrics::Metrics::default(),
         openapi: openapi::OpenApi::default(),

@@ -178,7 +178,10 @@ fn component_identities_and_node_join() {
     assert_eq!(can(&controller, &["list", "deployments", "-A"]), "yes");
     assert_eq!(can(&controller, &["create", "clusterrolebindings"]), "no");
     assert_eq!(
-        can(&scheduler, &["create", "pods", "--subresource=binding", "-n", "default"]),
+        can(
+            &scheduler,
+            &["create", "pods", "--subresource=binding", "-n", "default"]
+        ),
         "yes"
     );
     assert_eq!(can(&scheduler, &["delete", "nodes"]), "no");
@@ -211,6 +214,33 @@ fn component_identities_and_node_join() {
     );
     let out = kubectl(&server, &bad, &["auth", "whoami"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("Unauthorized"));
+
+    // TokenReview answers for the token (what a kubelet's webhook authentication asks).
+    let review = |t: &str| -> Value {
+        let out = server.kubectl_stdin(
+            Some("1.33"),
+            &["create", "--raw", "/apis/authentication.k8s.io/v1/tokenreviews", "-f", "-"],
+            &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": t}}).to_string(),
+        );
+        serde_json::from_str(&ok(&out)).unwrap()
+    };
+    let r = review(&token);
+    assert_eq!(r["status"]["authenticated"], true, "{r}");
+    assert_eq!(
+        r["status"]["user"]["username"],
+        format!("system:bootstrap:{id}")
+    );
+    let r = review(&format!("{id}.0000000000000000"));
+    assert!(
+        r["status"]["authenticated"].is_null() || r["status"]["authenticated"] == false,
+        "{r}"
+    );
+    assert!(
+        r["status"]["error"]
+            .as_str()
+            .is_some_and(|e| !e.contains(id) || e.contains("invalid")),
+        "{r}"
+    );
 
     // TLS bootstrapping: the node's request is approved and signed.
     let (key, pem) = request(files.path(), "n1", "/O=system:nodes/CN=system:node:n1");

@@ -29,6 +29,8 @@ pub struct Server {
     pub authz: Arc<auth::Union>,
     /// The authenticator chain (x509, tokens, basic auth, anonymous).
     pub authn: Chain,
+    /// Service-account tokens: verification and `TokenRequest`.
+    pub sa_tokens: Arc<crate::serviceaccount::Tokens>,
     /// `host:port` clients reach the server at.
     pub server_address: String,
     pub metrics: Metrics,

@@ -1,5 +1,5 @@
-//! create, update, patch, delete, deletecollection, and the pod subresources that write
-//! (binding, eviction) and scale.
+//! create, update, patch, delete, deletecollection, the pod subresources that write
+//! (binding, eviction), scale, and serviceaccounts/token (`TokenRequest`).
 
 use std::sync::Arc;
 
@@ -174,10 +174,12 @@ pub(super) async fn create(
     user: &UserInfo,
 ) -> Result<Response<Body>, ApiError> {
     let opts = write_options(query, req.headers(), user, "CreateOptions")?;
-    let api_version = r.info.api_version();
-    let expected_kind = match subresource.and_then(|s| r.info.subresource(s)) {
-        Some(sub) => sub.kind.clone(),
-        None => r.info.kind.clone(),
+    // A subresource's body is of the subresource's kind (a TokenRequest for
+    // serviceaccounts/token, an Eviction for pods/eviction).
+    let (api_version, expected_kind) = match subresource.and_then(|s| r.info.subresource(s)) {
+        Some(sub) if sub.group.is_empty() => (sub.version.clone(), sub.kind.clone()),
+        Some(sub) => (format!("{}/{}", sub.group, sub.version), sub.kind.clone()),
+        None => (r.info.api_version(), r.info.kind.clone()),
     };
     let typed = subresource.is_none()
         && api::kinds::is_builtin(&r.info.group, &r.info.version, &r.info.kind);
@@ -185,6 +187,21 @@ pub(super) async fn create(
     match subresource {
         Some("binding") => return bind(srv, r, ns, name, body, &opts).await,
         Some("eviction") => return evict(srv, r, ns, name, body, &opts).await,
+        Some("token") => {
+            let (out, warnings) = srv
+                .sa_tokens
+                .request(
+                    &srv.registry,
+                    r,
+                    ns.unwrap_or_default(),
+                    name,
+                    body,
+                    &opts,
+                )
+                .await?;
+            let accept = negotiate(&headers)?;
+            return object_response(r, StatusCode::CREATED, &out, accept, query, &warnings);
+        }
         Some(_) => return Err(ApiError::method_not_supported(r.gr(), "create")),
         None => {}
     }

@@ -82,7 +82,7 @@ impl Registry {
     }
 
     /// Runs the mutating plugins; returns the (possibly changed) object.
-    pub(super) async fn admit(
+    pub(crate) async fn admit(
         &self,
         r: &Resource,
         w: Write<'_>,
@@ -97,7 +97,7 @@ impl Registry {
     }
 
     /// Runs the validating plugins.
-    pub(super) async fn validate_admission(
+    pub(crate) async fn validate_admission(
         &self,
         r: &Resource,
         w: Write<'_>,

@@ -1,0 +1,289 @@
+//! Service-account tokens: the keys (`--service-account-key-file`,
+//! `--service-account-signing-key-file`, or a key generated in the data dir), the bearer
+//! JWT authenticator (legacy and bound tokens, upstream's `pkg/serviceaccount`), and the
+//! `TokenRequest` subresource that issues bound tokens
+//! (`POST /api/v1/namespaces/<ns>/serviceaccounts/<name>/token`, upstream's
+//! `pkg/registry/core/serviceaccount/storage/token.go`).
+//!
+//! The authenticator reads service accounts, pods, secrets and nodes from the watch
+//! caches; `TokenRequest` reads them from the store.
+
+pub mod jwt;
+pub mod keys;
+mod request;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use api::catalog::ResourceInfo;
+use http::HeaderMap;
+use serde_json::Value;
+use store::Clock;
+
+use crate::Error;
+use crate::authn::{AuthResult, Authenticator};
+use crate::registry::{Cacher, Registry};
+pub use jwt::{ObjectKind, Objects, Verdict, Verifier};
+pub use keys::{PublicKey, SigningKey};
+
+/// The issuer when `--service-account-issuer` is not given (k3s's).
+pub const DEFAULT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
+
+/// The service-account flags.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// `--service-account-key-file`: PEM files of the keys that verify tokens.
+    pub key_files: Vec<PathBuf>,
+    /// `--service-account-signing-key-file`: the PEM private key that signs tokens (none:
+    /// `<data-dir>/tls/service.key`, generated on first start).
+    pub signing_key_file: Option<PathBuf>,
+    /// `--service-account-issuer`: the first issues, all are accepted.
+    pub issuers: Vec<String>,
+    /// `--api-audiences` (empty: the issuers).
+    pub api_audiences: Vec<String>,
+    /// `--service-account-max-token-expiration` (zero: no maximum).
+    pub max_token_expiration: Duration,
+    /// `--service-account-extend-token-expiration`.
+    pub extend_token_expiration: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            key_files: Vec::new(),
+            signing_key_file: None,
+            issuers: vec![DEFAULT_ISSUER.to_string()],
+            api_audiences: Vec::new(),
+            max_token_expiration: Duration::ZERO,
+            extend_token_expiration: true,
+        }
+    }
+}
+
+/// The keys, loaded at start-up (a bad file stops the start).
+pub struct Keys {
+    signer: SigningKey,
+    verify: Vec<PublicKey>,
+}
+
+fn read(path: &Path, flag: &str) -> Result<Vec<u8>, Error> {
+    std::fs::read(path).map_err(|e| Error::Config(format!("{flag} {}: {e}", path.display())))
+}
+
+impl Keys {
+    /// Loads the keys the options name; without a signing key, the one in `tls_dir`
+    /// (`service.key`, created when missing), which then also verifies.
+    pub fn load(options: &Options, tls_dir: &Path) -> Result<Keys, Error> {
+        validate(options)?;
+        let (signer, generated) = match &options.signing_key_file {
+            Some(path) => {
+                let key = keys::signing_key_from_pem(&read(
+                    path,
+                    "--service-account-signing-key-file",
+                )?)
+                .map_err(|e| {
+                    Error::Config(format!(
+                        "--service-account-signing-key-file {}: {e}",
+                        path.display()
+                    ))
+                })?;
+                (key, false)
+            }
+            None => (load_or_generate(&tls_dir.join("service.key"))?, true),
+        };
+        let mut verify: Vec<PublicKey> = Vec::new();
+        for path in &options.key_files {
+            let found =
+                keys::public_keys_from_pem(&read(path, "--service-account-key-file")?).map_err(
+                    |e| {
+                        Error::Config(format!(
+                            "--service-account-key-file {}: {e}",
+                            path.display()
+                        ))
+                    },
+                )?;
+            verify.extend(found);
+        }
+        let signer_verifies = verify.iter().any(|k| k.kid == signer.public.kid);
+        if !signer_verifies {
+            if options.key_files.is_empty() || generated {
+                verify.push(signer.public.clone());
+            } else {
+                tracing::warn!(
+                    "the --service-account-signing-key-file key is not among the --service-account-key-file keys: the tokens it signs will not authenticate"
+                );
+            }
+        }
+        Ok(Keys { signer, verify })
+    }
+}
+
+/// Upstream's checks of the service-account flags.
+fn validate(options: &Options) -> Result<(), Error> {
+    if options.issuers.is_empty() {
+        return Err(Error::Config(
+            "service-account-issuer is a required flag".into(),
+        ));
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    for issuer in &options.issuers {
+        if issuer.is_empty() {
+            return Err(Error::Config(
+                "service-account-issuer should not be an empty string".into(),
+            ));
+        }
+        if seen.contains(&issuer.as_str()) {
+            return Err(Error::Config(format!(
+                "service-account-issuer {issuer:?} is already specified"
+            )));
+        }
+        seen.push(issuer);
+    }
+    let max = options.max_token_expiration;
+    if !max.is_zero() {
+        if max < Duration::from_secs(3600) || max > Duration::from_secs(1 << 32) {
+            return Err(Error::Config(
+                "the service-account-max-token-expiration must be between 1 hour and 2^32 seconds"
+                    .into(),
+            ));
+        }
+        if options.extend_token_expiration
+            && max < Duration::from_secs(jwt::EXPIRATION_EXTENSION_SECONDS as u64)
+        {
+            tracing::warn!(
+                "service-account-extend-token-expiration is true, enabling tokens valid up to {} seconds, which is longer than service-account-max-token-expiration set to {}s",
+                jwt::EXPIRATION_EXTENSION_SECONDS,
+                max.as_secs()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The key in `path`, or a new one written there (owner-only) when there is none.
+fn load_or_generate(path: &Path) -> Result<SigningKey, Error> {
+    if path.exists() {
+        let pem = read(path, "service account key")?;
+        return keys::signing_key_from_pem(&pem)
+            .map_err(|e| Error::Config(format!("service account key {}: {e}", path.display())));
+    }
+    let (key, pem) = SigningKey::generate().map_err(Error::Config)?;
+    crate::pki::write_private_file(path, &pem)?;
+    tracing::info!(path = %path.display(), "generated the service account signing key");
+    Ok(key)
+}
+
+/// The server's service-account tokens: verification and issuance.
+pub struct Tokens {
+    verifier: Verifier,
+    signer: SigningKey,
+    max_expiration_seconds: i64,
+    extend_expiration: bool,
+    objects: Arc<dyn Objects>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Tokens {
+    pub fn new(
+        keys: Keys,
+        options: &Options,
+        objects: Arc<dyn Objects>,
+        clock: Arc<dyn Clock>,
+    ) -> Tokens {
+        let audiences = if options.api_audiences.is_empty() {
+            options.issuers.clone()
+        } else {
+            options.api_audiences.clone()
+        };
+        Tokens {
+            verifier: Verifier {
+                issuers: options.issuers.clone(),
+                audiences,
+                keys: keys.verify,
+            },
+            signer: keys.signer,
+            max_expiration_seconds: i64::try_from(options.max_token_expiration.as_secs())
+                .unwrap_or(i64::MAX),
+            extend_expiration: options.extend_token_expiration,
+            objects,
+            clock,
+        }
+    }
+
+    /// The API audiences.
+    pub fn audiences(&self) -> &[String] {
+        &self.verifier.audiences
+    }
+
+    /// The issuer of the tokens this server signs.
+    pub fn issuer(&self) -> &str {
+        self.verifier
+            .issuers
+            .first()
+            .map(String::as_str)
+            .unwrap_or(DEFAULT_ISSUER)
+    }
+
+    /// The verdict on a bearer token now.
+    pub fn authenticate_token(&self, token: &str) -> Verdict {
+        self.verifier
+            .authenticate(token, self.clock.now_ms(), self.objects.as_ref())
+    }
+
+    /// Signs `claims` with the signing key.
+    pub fn sign(&self, claims: &Value) -> Result<String, String> {
+        self.signer.sign(claims)
+    }
+}
+
+impl Authenticator for Arc<Tokens> {
+    fn authenticate(&self, headers: &HeaderMap, _peer: &crate::handlers::Peer) -> AuthResult {
+        let Some(token) = crate::authn::bearer_token(headers) else {
+            return AuthResult::NoCredentials;
+        };
+        match self.authenticate_token(token) {
+            Verdict::NotOurs => AuthResult::NoCredentials,
+            Verdict::User(user) => AuthResult::User(user),
+            Verdict::Rejected(reason) => {
+                tracing::debug!(%reason, "service account token rejected");
+                AuthResult::Rejected(reason)
+            }
+        }
+    }
+}
+
+/// [`Objects`] over the registry's watch caches.
+pub struct CacheObjects {
+    caches: Vec<(ObjectKind, ResourceInfo, Arc<Cacher>)>,
+}
+
+impl CacheObjects {
+    pub fn new(registry: &Registry) -> Result<CacheObjects, Error> {
+        let mut caches = Vec::new();
+        for kind in [
+            ObjectKind::ServiceAccount,
+            ObjectKind::Pod,
+            ObjectKind::Secret,
+            ObjectKind::Node,
+        ] {
+            let r = registry
+                .lookup("", "v1", kind.plural())
+                .ok_or_else(|| Error::Config(format!("no {} resource", kind.plural())))?;
+            caches.push((kind, r.info.clone(), Arc::clone(&r.cacher)));
+        }
+        Ok(CacheObjects { caches })
+    }
+}
+
+impl Objects for CacheObjects {
+    fn get(&self, kind: ObjectKind, namespace: &str, name: &str) -> Option<Value> {
+        let (_, info, cacher) = self.caches.iter().find(|(k, _, _)| *k == kind)?;
+        let ns = (!namespace.is_empty()).then_some(namespace);
+        let obj = cacher.get(&info.key(ns, name))?;
+        if obj.uninitialized {
+            return None;
+        }
+        obj.value()
+    }
+}
