@@ -364,7 +364,7 @@ const DEFS: &[Def] = &[
         short: &["sa"],
         categories: &[],
         verbs: STANDARD_VERBS,
-        subs: &[],
+        subs: &["token"],
         storage: "/registry/serviceaccounts",
     },
     Def {
@@ -726,6 +726,7 @@ fn subresource(parent: &Def, name: &str) -> SubresourceInfo {
         "scale" => ("autoscaling", "v1", "Scale", STATUS_VERBS),
         "binding" => ("", "v1", "Binding", &["create"]),
         "eviction" => ("policy", "v1", "Eviction", &["create"]),
+        "token" => ("authentication.k8s.io", "v1", "TokenRequest", &["create"]),
         "finalize" => (parent.group, parent.version, parent.kind, &["update"]),
         "approval" => (parent.group, parent.version, parent.kind, STATUS_VERBS),
         other => (parent.group, parent.version, other, &[]),

@@ -4,7 +4,8 @@
 //!
 //! The request authenticators form upstream's union chain
 //! (`k8s.io/apiserver/pkg/authentication/request/union`): x509, then basic auth from
-//! `--basic-auth-file`, then bearer tokens from `--token-auth-file`; the first that
+//! `--basic-auth-file`, then bearer tokens from `--token-auth-file`, then service-account
+//! JWTs ([`crate::serviceaccount`]); the first that
 //! authenticates wins, rejections are aggregated, and only a request that carried no
 //! credentials at all may fall through to the anonymous user (`--anonymous-auth`,
 //! upstream's `union.NewFailOnError(chain, anonymous)`).
@@ -523,6 +524,11 @@ impl Chain {
                 AuthResult::NoCredentials => {}
                 AuthResult::Rejected(reason) => errors.push(reason),
             }
+        }
+        // Upstream's bearer-token authenticator: a token no token authenticator accepts
+        // is an invalid one, never an anonymous request.
+        if errors.is_empty() && bearer_token(headers).is_some() {
+            errors.push("invalid bearer token".into());
         }
         match errors.len() {
             0 if self.anonymous => Ok(UserInfo::anonymous()),

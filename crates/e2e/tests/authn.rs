@@ -40,7 +40,8 @@ impl Env {
             passwords.to_str().unwrap(),
         ];
         args.extend_from_slice(extra);
-        let server = RkubeServer::start_with(&args);
+        // Debug logging: the tests check that no credential reaches the log.
+        let server = RkubeServer::start_logging(&args, Some("debug"));
         Env {
             server,
             _files: files,
@@ -200,6 +201,13 @@ fn tokens_basic_auth_whoami_and_raw_requests() {
     assert!(explain.contains("username"), "{explain}");
 
     bearer_header_forms_and_anonymous(&env);
+
+    // Credentials never reach the server's log, even at debug level.
+    let log = std::fs::read_to_string(env.server.dir.path().join("server.log")).unwrap();
+    assert!(log.contains("DEBUG"), "the server logged at debug level");
+    for secret in ["tok-root", "tok-alice", "tok-rootx", "secret-carol"] {
+        assert!(!log.contains(secret), "{secret} leaked into the server log");
+    }
 }
 
 /// Raw requests: header forms, public paths, certificates from another CA.

@@ -58,6 +58,8 @@ pub struct RkubeServer {
     /// A per-server HOME for kubectl, so discovery caches never leak between tests.
     pub home: PathBuf,
     extra: Vec<String>,
+    /// `RUST_LOG` of the server (`RKUBE_TEST_LOG`, else `info`, unless set here).
+    log_filter: Option<String>,
 }
 
 impl RkubeServer {
@@ -68,6 +70,12 @@ impl RkubeServer {
 
     /// Starts a server with extra flags (e.g. `--datastore-endpoint`).
     pub fn start_with(extra: &[&str]) -> RkubeServer {
+        Self::start_logging(extra, None)
+    }
+
+    /// Starts a server with extra flags and its own log filter (e.g. `debug`, for tests
+    /// that check what the log does not contain).
+    pub fn start_logging(extra: &[&str], log_filter: Option<&str>) -> RkubeServer {
         let dir = tempfile::Builder::new()
             .prefix("rkube-server-")
             .tempdir()
@@ -81,6 +89,7 @@ impl RkubeServer {
             home,
             dir,
             extra: extra.iter().map(|s| s.to_string()).collect(),
+            log_filter: log_filter.map(str::to_string),
         };
         s.spawn();
         s
@@ -108,7 +117,9 @@ impl RkubeServer {
             .args(&self.extra)
             .env(
                 "RUST_LOG",
-                std::env::var("RKUBE_TEST_LOG").unwrap_or_else(|_| "info".into()),
+                self.log_filter.clone().unwrap_or_else(|| {
+                    std::env::var("RKUBE_TEST_LOG").unwrap_or_else(|_| "info".into())
+                }),
             )
             .stdin(Stdio::null())
             .stdout(log)

@@ -87,6 +87,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext
 kinds! {
     ("", "v1", "Binding") => k::core::v1::Binding,
     ("authentication.k8s.io", "v1", "SelfSubjectReview") => k::authentication::v1::SelfSubjectReview,
+    ("authentication.k8s.io", "v1", "TokenRequest") => k::authentication::v1::TokenRequest,
     ("authentication.k8s.io", "v1", "TokenReview") => k::authentication::v1::TokenReview,
     ("certificates.k8s.io", "v1", "CertificateSigningRequest") => k::certificates::v1::CertificateSigningRequest,
     ("admissionregistration.k8s.io", "v1alpha1", "InitializerConfiguration") => initializers::InitializerConfiguration,

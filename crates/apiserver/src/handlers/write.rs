@@ -190,14 +190,7 @@ pub(super) async fn create(
         Some("token") => {
             let (out, warnings) = srv
                 .sa_tokens
-                .request(
-                    &srv.registry,
-                    r,
-                    ns.unwrap_or_default(),
-                    name,
-                    body,
-                    &opts,
-                )
+                .request(&srv.registry, r, ns.unwrap_or_default(), name, body, &opts)
                 .await?;
             let accept = negotiate(&headers)?;
             return object_response(r, StatusCode::CREATED, &out, accept, query, &warnings);

@@ -146,7 +146,7 @@ impl BoundToken<'_> {
         }
         let mut claims = json!({
             "iss": self.issuer,
-            "sub": auth::service_account_username(self.namespace, self.service_account.0),
+            "sub": auth::attributes::service_account_username(self.namespace, self.service_account.0),
             "aud": self.audiences,
             "iat": self.now,
             "nbf": self.now,
@@ -165,7 +165,7 @@ impl BoundToken<'_> {
 pub fn legacy_claims(namespace: &str, sa_name: &str, sa_uid: &str, secret_name: &str) -> Value {
     json!({
         "iss": LEGACY_ISSUER,
-        "sub": auth::service_account_username(namespace, sa_name),
+        "sub": auth::attributes::service_account_username(namespace, sa_name),
         LEGACY_NAMESPACE: namespace,
         LEGACY_SECRET_NAME: secret_name,
         LEGACY_SA_NAME: sa_name,
@@ -248,7 +248,9 @@ impl Claims {
                 .map(|a| a.as_str().map(str::to_string))
                 .collect::<Option<Vec<_>>>()
                 .ok_or("invalid claims: aud is not a string or a list of strings")?,
-            Some(_) => return Err("invalid claims: aud is not a string or a list of strings".into()),
+            Some(_) => {
+                return Err("invalid claims: aud is not a string or a list of strings".into());
+            }
         };
         Ok(Claims {
             issuer: string_claim(payload, "iss")?,
@@ -475,7 +477,7 @@ fn validate_legacy(
     if sa_uid.is_empty() {
         return Err("serviceAccountUID claim is missing".into());
     }
-    if !auth::service_account_matches_username(&namespace, &sa_name, &claims.subject) {
+    if !auth::attributes::service_account_matches_username(&namespace, &sa_name, &claims.subject) {
         return Err("sub claim is invalid".into());
     }
     let invalidated = || "token has been invalidated".to_string();
@@ -856,8 +858,7 @@ mod tests {
         );
         // A payload changed after signing (another service account).
         let parts: Vec<&str> = token.split('.').collect();
-        let mut payload: Value =
-            serde_json::from_slice(&b64(parts[1]).unwrap()).unwrap();
+        let mut payload: Value = serde_json::from_slice(&b64(parts[1]).unwrap()).unwrap();
         payload["kubernetes.io"]["serviceaccount"]["name"] = json!("admin");
         let forged = format!(
             "{}.{}.{}",
@@ -871,8 +872,8 @@ mod tests {
             "go-jose/go-jose: error in cryptographic primitive"
         );
         // alg "none" with no signature, and HS256 with the public key as secret.
-        let none_header = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .encode(br#"{"alg":"none"}"#);
+        let none_header =
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(br#"{"alg":"none"}"#);
         let unsigned = format!("{none_header}.{}.", parts[1]);
         assert_eq!(
             e.rejected(&unsigned, NOW),
@@ -996,12 +997,14 @@ mod tests {
     #[test]
     fn legacy_tokens() {
         let e = env();
-        let token = sign(&e.key, &legacy_claims("ns1", "robot", "sa-uid-1", "robot-token")).unwrap();
+        let token = sign(
+            &e.key,
+            &legacy_claims("ns1", "robot", "sa-uid-1", "robot-token"),
+        )
+        .unwrap();
         // No secret holding it.
         assert_eq!(e.rejected(&token, NOW), "token has been invalidated");
-        let stored = |t: &str| {
-            json!({"metadata": {"uid": "s1"}, "data": {"token": base64::engine::general_purpose::STANDARD.encode(t)}})
-        };
+        let stored = |t: &str| json!({"metadata": {"uid": "s1"}, "data": {"token": base64::engine::general_purpose::STANDARD.encode(t)}});
         e.objects
             .put_value(ObjectKind::Secret, "ns1", "robot-token", stored("other"));
         assert_eq!(

@@ -211,7 +211,11 @@ fn spki(kind: KeyType, raw: &[u8]) -> Vec<u8> {
     bits.extend_from_slice(raw);
     der_write(
         SEQUENCE,
-        &[der_write(SEQUENCE, &algorithm), der_write(BIT_STRING, &bits)].concat(),
+        &[
+            der_write(SEQUENCE, &algorithm),
+            der_write(BIT_STRING, &bits),
+        ]
+        .concat(),
     )
 }
 
@@ -406,11 +410,24 @@ mod tests {
         let parts: Vec<&str> = token.split('.').collect();
         assert_eq!(parts.len(), 3);
         let message = format!("{}.{}", parts[0], parts[1]);
-        assert!(key.public.verify(Algorithm::ES256, message.as_bytes(), parts[2]));
-        assert!(!key.public.verify(Algorithm::ES384, message.as_bytes(), parts[2]));
-        assert!(!key.public.verify(Algorithm::HS256, message.as_bytes(), parts[2]));
+        assert!(
+            key.public
+                .verify(Algorithm::ES256, message.as_bytes(), parts[2])
+        );
+        assert!(
+            !key.public
+                .verify(Algorithm::ES384, message.as_bytes(), parts[2])
+        );
+        assert!(
+            !key.public
+                .verify(Algorithm::HS256, message.as_bytes(), parts[2])
+        );
         let (other, _) = SigningKey::generate().unwrap();
-        assert!(!other.public.verify(Algorithm::ES256, message.as_bytes(), parts[2]));
+        assert!(
+            !other
+                .public
+                .verify(Algorithm::ES256, message.as_bytes(), parts[2])
+        );
         let header: serde_json::Value = serde_json::from_slice(
             &base64::engine::general_purpose::URL_SAFE_NO_PAD
                 .decode(parts[0])

@@ -78,31 +78,27 @@ impl Keys {
         validate(options)?;
         let (signer, generated) = match &options.signing_key_file {
             Some(path) => {
-                let key = keys::signing_key_from_pem(&read(
-                    path,
-                    "--service-account-signing-key-file",
-                )?)
-                .map_err(|e| {
-                    Error::Config(format!(
-                        "--service-account-signing-key-file {}: {e}",
-                        path.display()
-                    ))
-                })?;
+                let key =
+                    keys::signing_key_from_pem(&read(path, "--service-account-signing-key-file")?)
+                        .map_err(|e| {
+                            Error::Config(format!(
+                                "--service-account-signing-key-file {}: {e}",
+                                path.display()
+                            ))
+                        })?;
                 (key, false)
             }
             None => (load_or_generate(&tls_dir.join("service.key"))?, true),
         };
         let mut verify: Vec<PublicKey> = Vec::new();
         for path in &options.key_files {
-            let found =
-                keys::public_keys_from_pem(&read(path, "--service-account-key-file")?).map_err(
-                    |e| {
-                        Error::Config(format!(
-                            "--service-account-key-file {}: {e}",
-                            path.display()
-                        ))
-                    },
-                )?;
+            let found = keys::public_keys_from_pem(&read(path, "--service-account-key-file")?)
+                .map_err(|e| {
+                    Error::Config(format!(
+                        "--service-account-key-file {}: {e}",
+                        path.display()
+                    ))
+                })?;
             verify.extend(found);
         }
         let signer_verifies = verify.iter().any(|k| k.kid == signer.public.kid);

@@ -9,7 +9,9 @@ use api::{ApiError, FieldError};
 use serde_json::{Value, json};
 
 use super::Tokens;
-use super::jwt::{BoundToken, EXPIRATION_EXTENSION_SECONDS, WARN_ONLY_BOUND_TOKEN_EXPIRATION_SECONDS};
+use super::jwt::{
+    BoundToken, EXPIRATION_EXTENSION_SECONDS, WARN_ONLY_BOUND_TOKEN_EXPIRATION_SECONDS,
+};
 use crate::registry::{AdmissionWrite, FieldValidation, Registry, Resource, WriteOptions};
 
 const GROUP: &str = "authentication.k8s.io";
@@ -64,7 +66,9 @@ fn decode(body: &Value, fv: FieldValidation) -> Result<(Value, Vec<String>), Api
     }
     let mut req = decoded.object;
     if !req.is_object() {
-        return Err(ApiError::bad_request("the body of a token request must be an object"));
+        return Err(ApiError::bad_request(
+            "the body of a token request must be an object",
+        ));
     }
     if !req["spec"].is_object() {
         req["spec"] = json!({});
@@ -219,7 +223,6 @@ impl Tokens {
 
         let now = now_ms.div_euclid(1000);
         let id = uuid::Uuid::new_v4().to_string();
-        let pair = |p: &Option<(String, String)>| p.as_ref().map(|(n, u)| (n.as_str(), u.as_str()));
         let claims = BoundToken {
             issuer: self.issuer(),
             namespace,
@@ -276,7 +279,11 @@ impl Tokens {
             ("", "Pod") => {
                 let pods = resource("pods")?;
                 let pod = registry.get(&pods, Some(namespace), ref_name).await?;
-                if pod["spec"]["serviceAccountName"].as_str().unwrap_or_default() != sa_name {
+                if pod["spec"]["serviceAccountName"]
+                    .as_str()
+                    .unwrap_or_default()
+                    != sa_name
+                {
                     return Err(ApiError::bad_request(format!(
                         "cannot bind token for serviceaccount {sa_name:?} to pod running with different serviceaccount name."
                     )));
@@ -333,6 +340,10 @@ impl Tokens {
     }
 }
 
+fn pair(p: &Option<(String, String)>) -> Option<(&str, &str)> {
+    p.as_ref().map(|(n, u)| (n.as_str(), u.as_str()))
+}
+
 /// `(name, uid)` of the objects a token is bound to.
 #[derive(Default)]
 struct Bound {
@@ -366,8 +377,7 @@ mod tests {
                 .code,
             400
         );
-        let (_, warnings) =
-            decode(&json!({"spec": {"bogus": 1}}), FieldValidation::Warn).unwrap();
+        let (_, warnings) = decode(&json!({"spec": {"bogus": 1}}), FieldValidation::Warn).unwrap();
         assert_eq!(warnings, vec!["unknown field \"spec.bogus\""]);
         assert_eq!(
             decode(&json!({"spec": {"bogus": 1}}), FieldValidation::Strict)
@@ -380,6 +390,9 @@ mod tests {
     #[test]
     fn gvk_strings() {
         assert_eq!(gvk_string("v1", "ConfigMap"), "/v1, Kind=ConfigMap");
-        assert_eq!(gvk_string("apps/v1", "Deployment"), "apps/v1, Kind=Deployment");
+        assert_eq!(
+            gvk_string("apps/v1", "Deployment"),
+            "apps/v1, Kind=Deployment"
+        );
     }
 }

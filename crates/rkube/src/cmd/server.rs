@@ -101,6 +101,30 @@ pub struct ServerArgs {
     /// Where audit events go, one JSON line each (`-` for stdout).
     #[arg(long)]
     pub audit_log_path: Option<PathBuf>,
+    /// A PEM file of RSA or ECDSA keys (public or private) that verify service-account
+    /// tokens; repeatable. Default: the signing key.
+    #[arg(long = "service-account-key-file")]
+    pub service_account_key_file: Vec<PathBuf>,
+    /// The PEM private key that signs service-account tokens. Default:
+    /// `<data-dir>/tls/service.key`, generated on first start.
+    #[arg(long)]
+    pub service_account_signing_key_file: Option<PathBuf>,
+    /// The issuer (`iss`) of service-account tokens; repeatable: the first issues, all are
+    /// accepted.
+    #[arg(long = "service-account-issuer", default_value = apiserver::serviceaccount::DEFAULT_ISSUER)]
+    pub service_account_issuer: Vec<String>,
+    /// Identifiers of the API (comma list): tokens must be for one of them. Default: the
+    /// issuers.
+    #[arg(long, value_delimiter = ',')]
+    pub api_audiences: Vec<String>,
+    /// The longest validity of a requested token (0: no maximum; else 1h to 2^32s).
+    #[arg(long, default_value = "0", value_parser = parse_duration)]
+    pub service_account_max_token_expiration: Duration,
+    /// Pod-bound tokens requested for 1h7s (kubelet's projected tokens) are valid a year
+    /// and stale after the 1h7s (`--service-account-extend-token-expiration=false` to turn
+    /// off).
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub service_account_extend_token_expiration: bool,
 }
 
 /// Parses Go-style durations: `90s`, `5m`, `1h30m`, `250ms`, or plain seconds.
@@ -182,6 +206,14 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     config.encryption_provider_config = args.encryption_provider_config.clone();
     config.audit_policy_file = args.audit_policy_file.clone();
     config.audit_log_path = args.audit_log_path.clone();
+    config.service_accounts = apiserver::serviceaccount::Options {
+        key_files: args.service_account_key_file.clone(),
+        signing_key_file: args.service_account_signing_key_file.clone(),
+        issuers: args.service_account_issuer.clone(),
+        api_audiences: args.api_audiences.clone(),
+        max_token_expiration: args.service_account_max_token_expiration,
+        extend_token_expiration: args.service_account_extend_token_expiration,
+    };
     config.admission = admission::ChainConfig {
         enable: args.enable_admission_plugins.clone(),
         disable: args.disable_admission_plugins.clone(),
