@@ -699,13 +699,16 @@ mod tests {
     }
 
     impl Env {
-        fn bound(&self, f: impl FnOnce(&mut BoundToken<'_>)) -> String {
-            let auds = audiences();
+        fn bound(&self, f: impl for<'a> FnOnce(&mut BoundToken<'a>)) -> String {
+            self.bound_for(&audiences(), f)
+        }
+
+        fn bound_for<'a>(&self, auds: &'a [String], f: impl FnOnce(&mut BoundToken<'a>)) -> String {
             let mut t = BoundToken {
                 issuer: ISSUER,
                 namespace: "ns1",
                 service_account: ("robot", "sa-uid-1"),
-                audiences: &auds,
+                audiences: auds,
                 now: NOW,
                 expiration_seconds: 3600,
                 id: "jti-1",
@@ -821,15 +824,13 @@ mod tests {
     #[test]
     fn wrong_audience() {
         let e = env();
-        let auds = vec!["vault".to_string()];
-        let token = e.bound(|t| t.audiences = &auds);
+        let token = e.bound_for(&["vault".to_string()], |_| {});
         assert_eq!(
             e.rejected(&token, NOW),
             "token audiences [\"vault\"] is invalid for the target audiences [\"https://kubernetes.default.svc.cluster.local\" \"rkube\"]"
         );
         // One matching audience is enough.
-        let auds = vec!["vault".to_string(), "rkube".to_string()];
-        let token = e.bound(|t| t.audiences = &auds);
+        let token = e.bound_for(&["vault".to_string(), "rkube".to_string()], |_| {});
         assert!(matches!(e.check(&token, NOW), Verdict::User(_)));
     }
 

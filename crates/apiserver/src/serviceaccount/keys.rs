@@ -446,6 +446,126 @@ mod tests {
         assert!(signing_key_from_pem(b"-----BEGIN FOO-----\nAAAA\n-----END FOO-----\n").is_err());
     }
 
+    /// Runs openssl in `dir`; false when it is not installed.
+    fn openssl(dir: &std::path::Path, args: &[&str]) -> bool {
+        match std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+        {
+            Ok(out) => {
+                assert!(out.status.success(), "openssl {args:?}: {out:?}");
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    #[test]
+    fn openssl_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let read = |name: &str| std::fs::read(d.join(name)).unwrap();
+        if !openssl(d, &["genrsa", "-traditional", "-out", "rsa1.pem", "2048"]) {
+            eprintln!("openssl not installed: skipped");
+            return;
+        }
+        for args in [
+            &[
+                "pkcs8", "-topk8", "-nocrypt", "-in", "rsa1.pem", "-out", "rsa8.pem",
+            ][..],
+            &["rsa", "-in", "rsa1.pem", "-pubout", "-out", "rsa.pub"],
+            &[
+                "rsa",
+                "-in",
+                "rsa1.pem",
+                "-RSAPublicKey_out",
+                "-out",
+                "rsa1.pub",
+            ],
+            &[
+                "ecparam",
+                "-name",
+                "prime256v1",
+                "-genkey",
+                "-noout",
+                "-out",
+                "ec.pem",
+            ],
+            &[
+                "pkcs8", "-topk8", "-nocrypt", "-in", "ec.pem", "-out", "ec8.pem",
+            ],
+            &["ec", "-in", "ec.pem", "-pubout", "-out", "ec.pub"],
+            &[
+                "ecparam",
+                "-name",
+                "secp384r1",
+                "-genkey",
+                "-noout",
+                "-out",
+                "ec384.pem",
+            ],
+            &[
+                "ecparam",
+                "-name",
+                "secp521r1",
+                "-genkey",
+                "-noout",
+                "-out",
+                "ec521.pem",
+            ],
+            &[
+                "req", "-x509", "-new", "-key", "ec.pem", "-subj", "/CN=sa", "-days", "1", "-out",
+                "ec.crt",
+            ],
+        ] {
+            assert!(openssl(d, args));
+        }
+        let rsa = signing_key_from_pem(&read("rsa1.pem")).unwrap();
+        assert_eq!(rsa.public.kind, KeyType::Rsa);
+        assert_eq!(rsa.public.kind.signing_algorithm(), Algorithm::RS256);
+        let rsa8 = signing_key_from_pem(&read("rsa8.pem")).unwrap();
+        assert_eq!(rsa8.public.kid, rsa.public.kid);
+        // The kid is the same however the public key is written (it hashes the PKIX form).
+        for public in ["rsa.pub", "rsa1.pub", "rsa1.pem", "rsa8.pem"] {
+            let keys = public_keys_from_pem(&read(public)).unwrap();
+            assert_eq!(keys[0].kid, rsa.public.kid, "{public}");
+        }
+        let ec = signing_key_from_pem(&read("ec.pem")).unwrap();
+        assert_eq!(ec.public.kind, KeyType::P256);
+        assert_eq!(
+            signing_key_from_pem(&read("ec8.pem")).unwrap().public.kid,
+            ec.public.kid
+        );
+        for public in ["ec.pub", "ec.pem", "ec8.pem", "ec.crt"] {
+            let keys = public_keys_from_pem(&read(public)).unwrap();
+            assert_eq!(keys[0].kid, ec.public.kid, "{public}");
+        }
+        let ec384 = signing_key_from_pem(&read("ec384.pem")).unwrap();
+        assert_eq!(ec384.public.kind.signing_algorithm(), Algorithm::ES384);
+        assert!(signing_key_from_pem(&read("ec521.pem")).is_err());
+
+        // Tokens signed with each verify with the public key read from another file.
+        for (key, public) in [(&rsa, "rsa.pub"), (&ec, "ec.pub"), (&ec384, "ec384.pem")] {
+            let token = key.sign(&serde_json::json!({"sub": "x"})).unwrap();
+            let (message, signature) = token.rsplit_once('.').unwrap();
+            let keys = public_keys_from_pem(&read(public)).unwrap();
+            let alg = key.public.kind.signing_algorithm();
+            assert!(
+                keys[0].verify(alg, message.as_bytes(), signature),
+                "{public}"
+            );
+        }
+        // A file with several keys (and other blocks) gives all of them.
+        let mut bundle = read("rsa.pub");
+        bundle.extend(
+            b"-----BEGIN EC PARAMETERS-----\nBggqhkjOPQMBBw==\n-----END EC PARAMETERS-----\n",
+        );
+        bundle.extend(read("ec.pub"));
+        let keys = public_keys_from_pem(&bundle).unwrap();
+        assert_eq!(keys.len(), 2);
+    }
+
     #[test]
     fn der_lengths() {
         let long = vec![7u8; 300];

@@ -283,3 +283,116 @@ impl Objects for CacheObjects {
         obj.value()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kids(keys: &Keys) -> Vec<String> {
+        keys.verify.iter().map(|k| k.kid.clone()).collect()
+    }
+
+    #[test]
+    fn generated_key_is_kept_and_verifies() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = Options::default();
+        let first = Keys::load(&options, dir.path()).unwrap();
+        assert!(dir.path().join("service.key").exists());
+        assert_eq!(kids(&first), vec![first.signer.public.kid.clone()]);
+        let again = Keys::load(&options, dir.path()).unwrap();
+        assert_eq!(again.signer.public.kid, first.signer.public.kid);
+    }
+
+    #[test]
+    fn key_files_and_signing_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, a_pem) = SigningKey::generate().unwrap();
+        let (b, b_pem) = SigningKey::generate().unwrap();
+        std::fs::write(dir.path().join("a.pem"), &a_pem).unwrap();
+        std::fs::write(dir.path().join("b.pem"), &b_pem).unwrap();
+        let tls = dir.path().join("tls");
+        std::fs::create_dir(&tls).unwrap();
+
+        // Key files only: they verify, plus the generated signing key.
+        let options = Options {
+            key_files: vec![dir.path().join("b.pem")],
+            ..Options::default()
+        };
+        let keys = Keys::load(&options, &tls).unwrap();
+        assert_eq!(
+            kids(&keys),
+            vec![b.public.kid.clone(), keys.signer.public.kid.clone()]
+        );
+
+        // A signing key alone verifies too.
+        let options = Options {
+            signing_key_file: Some(dir.path().join("a.pem")),
+            ..Options::default()
+        };
+        let keys = Keys::load(&options, &tls).unwrap();
+        assert_eq!(keys.signer.public.kid, a.public.kid);
+        assert_eq!(kids(&keys), vec![a.public.kid.clone()]);
+
+        // Both given: exactly the key files, as upstream.
+        let options = Options {
+            signing_key_file: Some(dir.path().join("a.pem")),
+            key_files: vec![dir.path().join("b.pem")],
+            ..Options::default()
+        };
+        let keys = Keys::load(&options, &tls).unwrap();
+        assert_eq!(kids(&keys), vec![b.public.kid.clone()]);
+
+        // A missing file stops the start.
+        let options = Options {
+            key_files: vec![dir.path().join("missing.pem")],
+            ..Options::default()
+        };
+        let Err(Error::Config(e)) = Keys::load(&options, &tls) else {
+            panic!("a missing key file is an error");
+        };
+        assert!(e.starts_with("--service-account-key-file "), "{e}");
+    }
+
+    #[test]
+    fn flag_validation() {
+        let check = |options: Options| match validate(&options) {
+            Err(Error::Config(e)) => e,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            check(Options {
+                issuers: vec![],
+                ..Options::default()
+            }),
+            "service-account-issuer is a required flag"
+        );
+        assert_eq!(
+            check(Options {
+                issuers: vec!["a".into(), "".into()],
+                ..Options::default()
+            }),
+            "service-account-issuer should not be an empty string"
+        );
+        assert_eq!(
+            check(Options {
+                issuers: vec!["a".into(), "a".into()],
+                ..Options::default()
+            }),
+            "service-account-issuer \"a\" is already specified"
+        );
+        assert_eq!(
+            check(Options {
+                max_token_expiration: Duration::from_secs(1800),
+                ..Options::default()
+            }),
+            "the service-account-max-token-expiration must be between 1 hour and 2^32 seconds"
+        );
+        assert!(
+            validate(&Options {
+                max_token_expiration: Duration::from_secs(7200),
+                ..Options::default()
+            })
+            .is_ok()
+        );
+    }
+}

@@ -56,6 +56,7 @@ pub(crate) fn apply(group: &str, kind: &str, obj: &mut Value) {
         ("", "Secret") => {
             if let Some(m) = obj_mut(obj) {
                 default_str(m, "type", json!("Opaque"));
+                merge_string_data(m);
             }
         }
         ("apps", "Deployment") => deployment(obj),
@@ -550,5 +551,48 @@ fn crd(obj: &mut Value) {
         if empty {
             status.insert("storedVersions".into(), json!([storage]));
         }
+    }
+}
+
+/// Upstream's v1 → internal conversion of Secrets: `stringData` is written into `data`
+/// (base64), overriding keys of the same name, and never stored.
+fn merge_string_data(m: &mut Map<String, Value>) {
+    use base64::Engine;
+    let Some(Value::Object(string_data)) = m.remove("stringData") else {
+        return;
+    };
+    let data = m.entry("data").or_insert_with(|| json!({}));
+    if !data.is_object() {
+        *data = json!({});
+    }
+    if let Some(d) = data.as_object_mut() {
+        for (k, v) in string_data {
+            let text = v.as_str().unwrap_or_default();
+            d.insert(
+                k,
+                json!(base64::engine::general_purpose::STANDARD.encode(text)),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod secret_tests {
+    use super::*;
+
+    #[test]
+    fn string_data_is_merged_into_data() {
+        let mut s = json!({
+            "data": {"a": "eA==", "b": "eQ=="},
+            "stringData": {"b": "plain", "c": "more"},
+        });
+        apply("", "Secret", &mut s);
+        assert_eq!(
+            s,
+            json!({
+                "type": "Opaque",
+                "data": {"a": "eA==", "b": "cGxhaW4=", "c": "bW9yZQ=="},
+            })
+        );
     }
 }
