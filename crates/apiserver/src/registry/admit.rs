@@ -96,6 +96,22 @@ impl Registry {
         Ok(a.object)
     }
 
+    /// Runs the validating plugins and hands the (unchanged) objects back, sparing the
+    /// write path a copy.
+    pub(crate) async fn validate_admission_returning(
+        &self,
+        r: &Resource,
+        w: Write<'_>,
+        opts: &WriteOptions,
+    ) -> Result<(Option<Value>, Option<Value>), ApiError> {
+        let Some(chain) = self.admission.get() else {
+            return Ok((w.object, w.old_object));
+        };
+        let a = Self::admission_attributes(r, w, opts);
+        chain.validate(&a, self).await?;
+        Ok((a.object, a.old_object))
+    }
+
     /// Runs the validating plugins.
     pub(crate) async fn validate_admission(
         &self,

@@ -511,6 +511,7 @@ impl Registry {
         Self::check_namespace(r, ns, &mut obj)?;
         r.strategy.default(&r.info, &mut obj);
         let namespace = api::meta::namespace(&obj).unwrap_or_default().to_string();
+        let requested_name = api::meta::name(&obj).unwrap_or_default().to_string();
         let mut obj = self
             .admit(
                 r,
@@ -518,14 +519,14 @@ impl Registry {
                     operation: admission::Operation::Create,
                     subresource: None,
                     namespace: &namespace,
-                    name: api::meta::name(&obj).unwrap_or_default(),
-                    object: Some(obj.clone()),
+                    name: &requested_name,
+                    object: Some(obj),
                     old_object: None,
                 },
                 opts,
             )
             .await?
-            .unwrap_or(obj);
+            .ok_or_else(|| ApiError::internal("admission removed the object"))?;
 
         if api::meta::name(&obj).is_none()
             && let Some(prefix) = api::meta::generate_name(&obj).map(str::to_string)
@@ -555,19 +556,23 @@ impl Registry {
         }
         self.check_namespace_exists(r, api::meta::namespace(&obj))
             .await?;
-        self.validate_admission(
-            r,
-            admit::Write {
-                operation: admission::Operation::Create,
-                subresource: None,
-                namespace: api::meta::namespace(&obj).unwrap_or_default(),
-                name: &name,
-                object: Some(obj.clone()),
-                old_object: None,
-            },
-            opts,
-        )
-        .await?;
+        let namespace = api::meta::namespace(&obj).unwrap_or_default().to_string();
+        let (admitted, _) = self
+            .validate_admission_returning(
+                r,
+                admit::Write {
+                    operation: admission::Operation::Create,
+                    subresource: None,
+                    namespace: &namespace,
+                    name: &name,
+                    object: Some(obj),
+                    old_object: None,
+                },
+                opts,
+            )
+            .await?;
+        let mut obj =
+            admitted.ok_or_else(|| ApiError::internal("admission removed the object"))?;
         crate::fieldmgr::track_create(r, &mut obj, opts, self);
 
         if opts.dry_run {
@@ -803,20 +808,27 @@ impl Registry {
         if !errs.is_empty() {
             return Err(Retry::Fail(Self::invalid(r, name, &errs)));
         }
-        self.validate_admission(
-            r,
-            admit::Write {
-                operation: admission::Operation::Update,
-                subresource,
-                namespace: api::meta::namespace(&new).unwrap_or_default(),
-                name,
-                object: Some(new.clone()),
-                old_object: Some(old.clone()),
-            },
-            opts,
-        )
-        .await
-        .map_err(Retry::Fail)?;
+        let namespace = api::meta::namespace(&new).unwrap_or_default().to_string();
+        let (admitted, kept) = self
+            .validate_admission_returning(
+                r,
+                admit::Write {
+                    operation: admission::Operation::Update,
+                    subresource,
+                    namespace: &namespace,
+                    name,
+                    object: Some(new),
+                    old_object: Some(old),
+                },
+                opts,
+            )
+            .await
+            .map_err(Retry::Fail)?;
+        let (Some(mut new), Some(old)) = (admitted, kept) else {
+            return Err(Retry::Fail(ApiError::internal(
+                "admission removed the object",
+            )));
+        };
         crate::fieldmgr::track_update(r, &old, &mut new, subresource, opts, self);
 
         if without_rv(&new) == without_rv(&old) {
