@@ -1,5 +1,9 @@
 //! The built-in plugins and [`builtin`], the factories of all of them.
 
+pub mod lifecycle;
+pub mod limitranger;
+pub mod tolerations;
+
 use std::sync::Arc;
 
 use api::ApiError;
@@ -52,11 +56,20 @@ pub fn builtin() -> Plugins {
     let mut p = Plugins::new();
     p.register("AlwaysAdmit", simple(|| AlwaysAdmit));
     p.register("AlwaysDeny", simple(|| AlwaysDeny));
+    p.register(
+        "NamespaceLifecycle",
+        simple(|| lifecycle::NamespaceLifecycle),
+    );
+    p.register("LimitRanger", simple(|| limitranger::LimitRanger));
+    p.register(
+        "DefaultTolerationSeconds",
+        simple(tolerations::DefaultTolerationSeconds::default),
+    );
     p
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::chain::{Chain, ChainConfig};
     use crate::fake::FakeCluster;
@@ -100,7 +113,9 @@ mod tests {
         .unwrap();
         assert!(chain.names().contains(&"AlwaysDeny"));
         let a = pod_create("default", json!({"metadata": {"name": "p"}}));
-        let e = chain.validate(&a, &FakeCluster::new()).await.unwrap_err();
+        let cluster = FakeCluster::new();
+        cluster.put("", "namespaces", json!({"metadata": {"name": "default"}}));
+        let e = chain.validate(&a, &cluster).await.unwrap_err();
         assert_eq!(e.code, 403);
         assert_eq!(
             e.message,

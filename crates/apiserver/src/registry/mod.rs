@@ -571,8 +571,7 @@ impl Registry {
                 opts,
             )
             .await?;
-        let mut obj =
-            admitted.ok_or_else(|| ApiError::internal("admission removed the object"))?;
+        let mut obj = admitted.ok_or_else(|| ApiError::internal("admission removed the object"))?;
         crate::fieldmgr::track_create(r, &mut obj, opts, self);
 
         if opts.dry_run {

@@ -17,7 +17,7 @@ pub enum Format {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Quantity {
+pub struct Quantity {
     /// The value times 10^9, saturating far beyond anything int64 quantities can hold.
     nanos: i128,
     pub(crate) format: Format,
@@ -156,7 +156,7 @@ pub fn interpret_suffix(suffix: &str) -> Option<(u32, i32, Format)> {
 
 impl Quantity {
     /// `resource.ParseQuantity` (after the JSON decoder's whitespace trim).
-    pub(crate) fn parse(input: &str) -> Result<Quantity, &'static str> {
+    pub fn parse(input: &str) -> Result<Quantity, &'static str> {
         let s = input.trim();
         if s.is_empty() {
             return Err(ERR_FORMAT_WRONG);
@@ -200,25 +200,25 @@ impl Quantity {
         })
     }
 
-    pub(crate) fn zero() -> Quantity {
+    pub fn zero() -> Quantity {
         Quantity {
             nanos: 0,
             format: Format::DecimalSi,
         }
     }
 
-    pub(crate) fn from_int(v: i64) -> Quantity {
+    pub fn from_int(v: i64) -> Quantity {
         Quantity {
             nanos: i128::from(v) * NANO,
             format: Format::DecimalSi,
         }
     }
 
-    pub(crate) fn is_zero(&self) -> bool {
+    pub fn is_zero(&self) -> bool {
         self.nanos == 0
     }
 
-    pub(crate) fn is_negative(&self) -> bool {
+    pub fn is_negative(&self) -> bool {
         self.nanos < 0
     }
 
@@ -228,7 +228,7 @@ impl Quantity {
     }
 
     /// `Value()`: rounded up (away from zero) to an integer.
-    pub(crate) fn value(&self) -> i64 {
+    pub fn value(&self) -> i64 {
         i64::try_from(div_up(self.nanos, NANO)).unwrap_or(if self.nanos < 0 {
             i64::MIN
         } else {
@@ -237,7 +237,7 @@ impl Quantity {
     }
 
     /// `MilliValue()`.
-    pub(crate) fn milli_value(&self) -> i64 {
+    pub fn milli_value(&self) -> i64 {
         i64::try_from(div_up(self.nanos, 1_000_000)).unwrap_or(if self.nanos < 0 {
             i64::MIN
         } else {
@@ -245,7 +245,7 @@ impl Quantity {
         })
     }
 
-    pub(crate) fn add(&self, other: &Quantity) -> Quantity {
+    pub fn add(&self, other: &Quantity) -> Quantity {
         Quantity {
             nanos: self.nanos.saturating_add(other.nanos),
             format: self.format,
@@ -253,7 +253,7 @@ impl Quantity {
     }
 
     /// The canonical form upstream serializes (`Quantity.String()`).
-    pub(crate) fn canonical(&self) -> String {
+    pub fn canonical(&self) -> String {
         if self.nanos == 0 {
             return "0".to_string();
         }
