@@ -150,3 +150,75 @@ fn plugins_can_be_disabled_and_unknown_names_fail() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn resource_quota_is_exact_under_concurrent_creates() {
+    let server = std::sync::Arc::new(RkubeServer::start());
+    let k = |args: &[&str]| server.kubectl_ok(Some("1.33"), args);
+    k(&["create", "namespace", "q"]);
+    k(&[
+        "create",
+        "quota",
+        "objects",
+        "-n",
+        "q",
+        "--hard=configmaps=5,pods=1",
+    ]);
+    let handles: Vec<_> = (0..10)
+        .map(|i| {
+            let server = std::sync::Arc::clone(&server);
+            std::thread::spawn(move || {
+                let name = format!("cm-{i}");
+                server.kubectl_v(Some("1.33"), &["create", "configmap", &name, "-n", "q"])
+            })
+        })
+        .collect();
+    let outs: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let created = outs.iter().filter(|o| o.status.success()).count();
+    assert_eq!(created, 5, "exactly the quota's hard limit is created");
+    for o in outs.iter().filter(|o| !o.status.success()) {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("is forbidden: exceeded quota: objects, requested: configmaps=1, used: configmaps=5, limited: configmaps=5"),
+            "{err}"
+        );
+    }
+    let used = |res: &str| {
+        k(&[
+            "get",
+            "quota",
+            "objects",
+            "-n",
+            "q",
+            "-o",
+            &format!("jsonpath={{.status.used.{res}}}"),
+        ])
+    };
+    assert_eq!(used("configmaps"), "5");
+    assert_eq!(
+        k(&["get", "configmaps", "-n", "q", "-o", "name"])
+            .lines()
+            .count(),
+        5
+    );
+    // A delete gives the usage back.
+    let first = k(&["get", "configmaps", "-n", "q", "-o", "name"])
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    k(&["delete", &first, "-n", "q"]);
+    assert_eq!(used("configmaps"), "4");
+    // Pods: upstream's message through kubectl run.
+    k(&["run", "one", "-n", "q", "--image=registry.local/web:1"]);
+    let out = server.kubectl_v(
+        Some("1.33"),
+        &["run", "two", "-n", "q", "--image=registry.local/web:1"],
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("Error from server (Forbidden): pods \"two\" is forbidden: exceeded quota: objects, requested: pods=1, used: pods=1, limited: pods=1"),
+        "{err}"
+    );
+}

@@ -2,6 +2,7 @@
 
 pub mod lifecycle;
 pub mod limitranger;
+pub mod quota;
 pub mod tolerations;
 
 use std::sync::Arc;
@@ -61,6 +62,7 @@ pub fn builtin() -> Plugins {
         simple(|| lifecycle::NamespaceLifecycle),
     );
     p.register("LimitRanger", simple(|| limitranger::LimitRanger));
+    p.register("ResourceQuota", simple(|| quota::ResourceQuota));
     p.register(
         "DefaultTolerationSeconds",
         simple(tolerations::DefaultTolerationSeconds::default),

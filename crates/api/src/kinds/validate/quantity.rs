@@ -252,6 +252,14 @@ impl Quantity {
         }
     }
 
+    /// `self - other`.
+    pub fn sub(&self, other: &Quantity) -> Quantity {
+        Quantity {
+            nanos: self.nanos.saturating_sub(other.nanos),
+            format: self.format,
+        }
+    }
+
     /// The canonical form upstream serializes (`Quantity.String()`).
     pub fn canonical(&self) -> String {
         if self.nanos == 0 {
