@@ -60,6 +60,20 @@ pub fn generate_name(obj: &Value) -> Option<&str> {
     meta_str(obj, "generateName").filter(|s| !s.is_empty())
 }
 
+const GENERATED_NAME_CHARS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+/// Upstream's name generator (`names.SimpleNameGenerator`): `prefix` (cut to leave room)
+/// plus five characters drawn from `random` (the caller's random bytes; at least five).
+pub fn generated_name(prefix: &str, random: &[u8]) -> String {
+    let base: String = prefix.chars().take(63 - 5).collect();
+    let suffix: String = random
+        .iter()
+        .take(5)
+        .map(|b| GENERATED_NAME_CHARS[usize::from(*b) % GENERATED_NAME_CHARS.len()] as char)
+        .collect();
+    format!("{base}{suffix}")
+}
+
 pub fn deletion_timestamp(obj: &Value) -> Option<&str> {
     meta_str(obj, "deletionTimestamp")
 }

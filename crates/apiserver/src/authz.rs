@@ -205,6 +205,7 @@ pub fn chain(
     policy_file: Option<&std::path::Path>,
     webhook: &crate::webhook::WebhookAuthzConfig,
     registry: &Registry,
+    rbac: &Arc<CacheRbac>,
 ) -> Result<auth::Union, Error> {
     let mut configured: Vec<Box<dyn Authorizer>> = Vec::new();
     let mut seen: Vec<&str> = Vec::new();
@@ -218,9 +219,7 @@ pub fn chain(
         match mode {
             "AlwaysAllow" => configured.push(Box::new(auth::AlwaysAllow)),
             "AlwaysDeny" => configured.push(Box::new(auth::AlwaysDeny)),
-            "RBAC" => configured.push(Box::new(auth::RbacAuthorizer::new(CacheRbac::new(
-                registry,
-            )?))),
+            "RBAC" => configured.push(Box::new(auth::RbacAuthorizer::new(Arc::clone(rbac)))),
             "Node" => configured.push(Box::new(auth::NodeAuthorizer::new(
                 CacheNodeGraph::new(registry)?,
                 auth::bootstrap::node_rules(&auth::bootstrap::Features::default()),

@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 use crate::Error;
 use crate::authn::{AuthResult, Authenticator, UserInfo};
 use crate::pki::Pki;
-use crate::registry::{Cacher, Precondition, Registry, WriteOptions};
+use crate::registry::{Cacher, Registry, WriteOptions};
 
 const GROUP: &str = "certificates.k8s.io";
 const PLURAL: &str = "certificatesigningrequests";
@@ -273,31 +273,9 @@ fn kubelet_client(obj: &Value, req: &rcgen::CertificateSigningRequestParams) -> 
     (usages.contains(&"client auth") && usages.iter().all(|u| allowed.contains(u))).then_some(cn)
 }
 
+/// Who asked for a certificate (`spec.username`, `uid`, `groups`, `extra`).
 fn requester(obj: &Value) -> UserInfo {
-    let strings = |v: &Value| -> Vec<String> {
-        v.as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| s.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let mut u = UserInfo {
-        name: obj["spec"]["username"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string(),
-        uid: obj["spec"]["uid"].as_str().unwrap_or_default().to_string(),
-        groups: strings(&obj["spec"]["groups"]),
-        ..Default::default()
-    };
-    if let Some(extra) = obj["spec"]["extra"].as_object() {
-        for (k, v) in extra {
-            u.extra.insert(k.clone(), strings(v));
-        }
-    }
-    u
+    crate::registry::virtuals::user_of_spec(&obj["spec"], "username")
 }
 
 /// The approver's decision for one pending request: the condition to add, if any.
@@ -366,31 +344,10 @@ async fn reconcile(registry: &Registry, authz: &dyn Authorizer, pki: &Pki) {
     for o in items {
         let Some(obj) = o.value() else { continue };
         let name = o.name.clone();
-        let rv = api::meta::resource_version(&obj).map(str::to_string);
         if let Some(cond) = approval(&obj, authz) {
             let mut new = obj.clone();
-            if !new["status"].is_object() {
-                new["status"] = json!({});
-            }
-            let mut conds = new["status"]["conditions"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
-            conds.push(cond);
-            new["status"]["conditions"] = json!(conds);
-            let res = registry
-                .update_with(&r, None, &name, Some("approval"), &opts, |_| {
-                    Ok((
-                        new.clone(),
-                        Vec::new(),
-                        Precondition {
-                            resource_version: rv.clone(),
-                            ..Default::default()
-                        },
-                    ))
-                })
-                .await;
-            match res {
+            push_condition(&mut new, cond);
+            match registry.write_at(&r, Some("approval"), new, &opts).await {
                 Ok(_) => tracing::info!(csr = %name, "approved kubelet client certificate request"),
                 Err(e) => tracing::debug!(csr = %name, error = %e.message, "approval failed"),
             }
@@ -411,31 +368,28 @@ async fn reconcile(registry: &Registry, authz: &dyn Authorizer, pki: &Pki) {
         let mut new = obj.clone();
         match sign(&obj, pki, Duration::from_secs(365 * 24 * 3600)) {
             Ok(cert) => new["status"]["certificate"] = json!(B64.encode(cert)),
-            Err(e) => {
-                let mut conds = new["status"]["conditions"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default();
-                conds.push(json!({"type": "Failed", "status": "True", "reason": "SignerValidationFailure", "message": e}));
-                new["status"]["conditions"] = json!(conds);
-            }
+            Err(e) => push_condition(
+                &mut new,
+                json!({"type": "Failed", "status": "True", "reason": "SignerValidationFailure", "message": e}),
+            ),
         }
-        let res = registry
-            .update_with(&r, None, &name, Some("status"), &opts, |_| {
-                Ok((
-                    new.clone(),
-                    Vec::new(),
-                    Precondition {
-                        resource_version: rv.clone(),
-                        ..Default::default()
-                    },
-                ))
-            })
-            .await;
-        if let Err(e) = res {
+        if let Err(e) = registry.write_at(&r, Some("status"), new, &opts).await {
             tracing::debug!(csr = %name, error = %e.message, "signing failed");
         }
     }
+}
+
+/// Appends a condition to `status.conditions`.
+fn push_condition(obj: &mut Value, condition: Value) {
+    if !obj["status"].is_object() {
+        obj["status"] = json!({});
+    }
+    let mut conds = obj["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    conds.push(condition);
+    obj["status"]["conditions"] = json!(conds);
 }
 
 /// Runs the approver and signer until the process ends.

@@ -26,7 +26,7 @@ const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 /// The escalation checks, over the server's authorizer chain and RBAC rule resolver.
 pub struct Escalation {
     pub authorizer: Arc<auth::Union>,
-    pub rbac: auth::RbacAuthorizer<CacheRbac>,
+    pub rbac: auth::RbacAuthorizer<Arc<CacheRbac>>,
 }
 
 /// `IsOnlyMutatingGCFields`: the update changes nothing but owner references, finalizers

@@ -18,6 +18,7 @@ pub mod handlers;
 pub mod http;
 mod initializers;
 pub mod metrics;
+pub mod nsdefaults;
 pub mod openapi;
 pub mod pki;
 pub mod registry;
@@ -283,17 +284,20 @@ pub async fn start(
         Arc::clone(&registry.clock),
     ));
     authn.authenticators.push(Box::new(Arc::clone(&sa_tokens)));
+    // One parsed view of the RBAC caches, for the RBAC authorizer and the escalation check.
+    let rbac = Arc::new(authz::CacheRbac::new(&registry)?);
     let authz = Arc::new(authz::chain(
         &config.authorization_mode,
         config.authorization_policy_file.as_deref(),
         &config.authorization_webhook,
         &registry,
+        &rbac,
     )?);
     let mut chain = admission::Chain::build(&config.admission, &admission_plugins())
         .map_err(|e| Error::Config(e.to_string()))?;
     chain.push(Arc::new(escalation::Escalation {
         authorizer: Arc::clone(&authz),
-        rbac: auth::RbacAuthorizer::new(authz::CacheRbac::new(&registry)?),
+        rbac: auth::RbacAuthorizer::new(rbac),
     }));
     chain.push(Arc::new(csr::CsrAdmission));
     chain.push(Arc::new(initializers::Initializers {
@@ -335,6 +339,14 @@ pub async fn start(
     csr::ensure_component_kubeconfigs(&pki, &config.data_dir, &url)?;
     csr::ensure_join_token(&registry, &config.data_dir, &system_write_options()).await?;
     tokio::spawn(csr::run(Arc::clone(&registry), csr_authz, pki.clone()));
+    let ca_pem = std::fs::read_to_string(&pki.server_ca_cert)
+        .map_err(|e| Error::Pki(format!("{}: {e}", pki.server_ca_cert.display())))?;
+    nsdefaults::ensure(&registry, &ca_pem, &system_write_options()).await;
+    tokio::spawn(nsdefaults::run(
+        Arc::clone(&registry),
+        ca_pem,
+        system_write_options(),
+    ));
     srv.ready.store(true, Ordering::SeqCst);
     let compactor = (!config.compaction_interval.is_zero())
         .then(|| store::spawn_compactor(Arc::clone(&store), config.compaction_interval));

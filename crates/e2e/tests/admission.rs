@@ -1,7 +1,9 @@
 //! Built-in admission plugins through the real kubectl: LimitRanger defaults visible in the
 //! created pod and its min/max refusal, DefaultTolerationSeconds, NamespaceLifecycle (system
-//! namespaces cannot be deleted, terminating namespaces take no new objects), and
-//! `--disable-admission-plugins` / unknown plugin names.
+//! namespaces cannot be deleted, terminating namespaces take no new objects), ResourceQuota,
+//! ServiceAccount (default account, token volume, pull secrets, with the per-namespace
+//! account and root CA bundle the server keeps), and `--disable-admission-plugins` / unknown
+//! plugin names.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -156,13 +158,16 @@ fn resource_quota_is_exact_under_concurrent_creates() {
     let server = std::sync::Arc::new(RkubeServer::start());
     let k = |args: &[&str]| server.kubectl_ok(Some("1.33"), args);
     k(&["create", "namespace", "q"]);
+    // The namespace's root CA bundle is one of its config maps, as upstream: with it in
+    // place, a hard limit of 6 leaves room for exactly five more.
+    server.wait_for_object(&["get", "configmap", "kube-root-ca.crt", "-n", "q"]);
     k(&[
         "create",
         "quota",
         "objects",
         "-n",
         "q",
-        "--hard=configmaps=5,pods=1",
+        "--hard=configmaps=6,pods=1",
     ]);
     let handles: Vec<_> = (0..10)
         .map(|i| {
@@ -179,7 +184,7 @@ fn resource_quota_is_exact_under_concurrent_creates() {
     for o in outs.iter().filter(|o| !o.status.success()) {
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(
-            err.contains("is forbidden: exceeded quota: objects, requested: configmaps=1, used: configmaps=5, limited: configmaps=5"),
+            err.contains("is forbidden: exceeded quota: objects, requested: configmaps=1, used: configmaps=6, limited: configmaps=6"),
             "{err}"
         );
     }
@@ -194,21 +199,17 @@ fn resource_quota_is_exact_under_concurrent_creates() {
             &format!("jsonpath={{.status.used.{res}}}"),
         ])
     };
-    assert_eq!(used("configmaps"), "5");
-    assert_eq!(
-        k(&["get", "configmaps", "-n", "q", "-o", "name"])
-            .lines()
-            .count(),
-        5
-    );
+    assert_eq!(used("configmaps"), "6");
+    let names = k(&["get", "configmaps", "-n", "q", "-o", "name"]);
+    assert_eq!(names.lines().count(), 6, "{names}");
     // A delete gives the usage back.
-    let first = k(&["get", "configmaps", "-n", "q", "-o", "name"])
+    let first = names
         .lines()
-        .next()
+        .find(|l| l.contains("/cm-"))
         .unwrap()
         .to_string();
     k(&["delete", &first, "-n", "q"]);
-    assert_eq!(used("configmaps"), "4");
+    assert_eq!(used("configmaps"), "5");
     // Pods: upstream's message through kubectl run.
     k(&["run", "one", "-n", "q", "--image=registry.local/web:1"]);
     let out = server.kubectl_v(
@@ -221,4 +222,99 @@ fn resource_quota_is_exact_under_concurrent_creates() {
         err.contains("Error from server (Forbidden): pods \"two\" is forbidden: exceeded quota: objects, requested: pods=1, used: pods=1, limited: pods=1"),
         "{err}"
     );
+}
+
+#[test]
+fn service_account_admission() {
+    let server = RkubeServer::start();
+    let k = |args: &[&str]| server.kubectl_ok(Some("1.33"), args);
+    k(&["create", "namespace", "sa"]);
+    // Every namespace gets its default account and the root CA bundle (the server's CA).
+    server.wait_for_object(&["get", "serviceaccount", "default", "-n", "sa"]);
+    server.wait_for_object(&["get", "configmap", "kube-root-ca.crt", "-n", "sa"]);
+    let bundle = k(&[
+        "get",
+        "configmap",
+        "kube-root-ca.crt",
+        "-n",
+        "sa",
+        "-o",
+        "jsonpath={.data.ca\\.crt}",
+    ]);
+    let ca = std::fs::read_to_string(server.dir.path().join("data/tls/server-ca.crt")).unwrap();
+    assert_eq!(bundle.trim(), ca.trim());
+
+    // A pod without an account runs as `default`, with the projected token volume mounted
+    // read-only in every container.
+    k(&["run", "web", "-n", "sa", "--image=registry.local/web:1"]);
+    let p: Value =
+        serde_json::from_str(&k(&["get", "pod", "web", "-n", "sa", "-o", "json"])).unwrap();
+    assert_eq!(p["spec"]["serviceAccountName"], "default");
+    let volume = &p["spec"]["volumes"][0];
+    let vname = volume["name"].as_str().unwrap();
+    assert!(vname.starts_with("kube-api-access-"), "{volume}");
+    assert_eq!(
+        volume["projected"]["sources"][0]["serviceAccountToken"],
+        json!({"expirationSeconds": 3607, "path": "token"})
+    );
+    assert_eq!(
+        volume["projected"]["sources"][1]["configMap"]["name"],
+        "kube-root-ca.crt"
+    );
+    assert_eq!(volume["projected"]["defaultMode"], 420);
+    assert_eq!(
+        p["spec"]["containers"][0]["volumeMounts"],
+        json!([{"name": vname, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": true}])
+    );
+
+    // An account's pull secrets are inherited; its automount choice is honoured.
+    let robot = json!({
+        "apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": "robot", "namespace": "sa"},
+        "automountServiceAccountToken": false,
+        "imagePullSecrets": [{"name": "regcred"}],
+    });
+    let out = server.kubectl_stdin(Some("1.33"), &["create", "-f", "-"], &robot.to_string());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    k(&[
+        "run",
+        "bot",
+        "-n",
+        "sa",
+        "--image=registry.local/web:1",
+        "--overrides={\"spec\":{\"serviceAccountName\":\"robot\"}}",
+    ]);
+    let p: Value =
+        serde_json::from_str(&k(&["get", "pod", "bot", "-n", "sa", "-o", "json"])).unwrap();
+    assert_eq!(p["spec"]["imagePullSecrets"], json!([{"name": "regcred"}]));
+    assert!(p["spec"]["volumes"].is_null(), "{}", p["spec"]);
+
+    // A missing account is refused with upstream's message.
+    let out = server.kubectl_v(
+        Some("1.33"),
+        &[
+            "run",
+            "ghost",
+            "-n",
+            "sa",
+            "--image=registry.local/web:1",
+            "--overrides={\"spec\":{\"serviceAccountName\":\"nope\"}}",
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "pods \"ghost\" is forbidden: error looking up service account sa/nope: serviceaccount \"nope\" not found"
+        ),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // A deleted default account comes back.
+    k(&["delete", "serviceaccount", "default", "-n", "sa"]);
+    server.wait_for_object(&["get", "serviceaccount", "default", "-n", "sa"]);
 }

@@ -9,10 +9,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use testkit::RkubeServer;
+use testkit::eventually;
 
 const TOKENS: &str = "tok-alice,alice,uid-alice\ntok-root,root,uid-root,system:masters\ntok-bob,bob,uid-bob\ntok-n1,system:node:n1,uid-n1,system:nodes\n";
 
@@ -124,15 +124,6 @@ fn forbidden(out: &Output, message: &str) {
             || err.contains(&format!("failed to create configmap: {message}")),
         "{err}"
     );
-}
-
-/// Retries `f` for a few seconds (the RBAC cache follows writes asynchronously).
-fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 #[test]

@@ -12,10 +12,11 @@
 use std::process::{Output, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use testkit::RkubeServer;
+use testkit::eventually;
 
 const SIDECAR: &str = "sidecar.initializer.rkube.io";
 const REJECT: &str = "reject.initializer.rkube.io";
@@ -118,14 +119,6 @@ fn run_controller(server: Arc<RkubeServer>, stop: Arc<AtomicBool>) -> std::threa
             std::thread::sleep(Duration::from_millis(200));
         }
     })
-}
-
-fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 #[test]

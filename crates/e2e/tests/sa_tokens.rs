@@ -10,11 +10,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use serde_json::{Value, json};
 use testkit::RkubeServer;
+use testkit::eventually;
 
 const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
 
@@ -154,16 +155,6 @@ fn key_id(dir: &Path, public_pem: &Path) -> String {
         dir,
         &["dgst", "-sha256", "-binary", der.to_str().unwrap()],
     ))
-}
-
-/// Waits (a few seconds at most) for `f` to hold: the server reads tokens' objects from
-/// its watch caches, which follow the store by milliseconds.
-fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 impl Env {

@@ -22,6 +22,7 @@ use hyper_util::rt::TokioIo;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::{Value, json};
+use testkit::eventually;
 use testkit::{RkubeServer, TestCa};
 
 const WEBHOOK_TOKEN: &str = "webhook-secret";
@@ -206,14 +207,6 @@ fn out(o: &Output) -> String {
 
 fn err(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).to_string()
-}
-
-fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 fn ca_bundle(ca: &TestCa) -> String {

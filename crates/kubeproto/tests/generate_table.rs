@@ -299,9 +299,15 @@ struct Overlay {
 }
 
 fn read_overlay() -> Overlay {
-    let text =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/go-json.tsv"))
-            .unwrap();
+    let text = std::fs::read_to_string(
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .map_or_else(
+                || std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")),
+                std::path::PathBuf::from,
+            )
+            .join("data/go-json.tsv"),
+    )
+    .unwrap();
     let mut fields: BTreeMap<String, BTreeMap<u32, (String, String)>> = BTreeMap::new();
     for line in text
         .lines()
@@ -536,7 +542,12 @@ fn generate() {
     out.push_str("];\n");
 
     assert!(problems.is_empty(), "{}", problems.join("\n"));
-    let dest = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/generated.rs");
+    let dest = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(
+            || std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")),
+            std::path::PathBuf::from,
+        )
+        .join("src/generated.rs");
     std::fs::write(&dest, out).unwrap();
     eprintln!(
         "wrote {} ({} messages, {} kinds)",

@@ -15,6 +15,19 @@ pub use etcd::{Etcd, EtcdTls};
 pub use pki::{Issued, TestCa};
 pub use rkube::{RkubeServer, kubectl_binary, rkube_binary};
 
+/// Polls `f` every 100 ms until it holds, panicking after 20 s (a loaded CI machine is
+/// slow, never this slow).
+pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !f() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 use std::net::TcpListener;
 
 /// A TCP port on 127.0.0.1 that was free a moment ago.

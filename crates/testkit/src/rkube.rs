@@ -213,6 +213,13 @@ impl RkubeServer {
             .unwrap_or_else(|e| panic!("kubectl: {e}"))
     }
 
+    /// Waits until kubectl `args` (a `get`) succeeds.
+    pub fn wait_for_object(&self, args: &[&str]) {
+        crate::eventually(&format!("kubectl {args:?}"), || {
+            self.kubectl(args).status.success()
+        });
+    }
+
     /// Runs kubectl and returns stdout, panicking with both streams when it fails.
     pub fn kubectl_ok(&self, version: Option<&str>, args: &[&str]) -> String {
         let out = self.kubectl_v(version, args);

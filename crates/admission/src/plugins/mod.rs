@@ -3,6 +3,7 @@
 pub mod lifecycle;
 pub mod limitranger;
 pub mod quota;
+pub mod serviceaccount;
 pub mod tolerations;
 
 use std::sync::Arc;
@@ -64,6 +65,10 @@ pub fn builtin() -> Plugins {
     p.register("LimitRanger", simple(|| limitranger::LimitRanger));
     p.register("ResourceQuota", simple(|| quota::ResourceQuota));
     p.register(
+        "ServiceAccount",
+        simple(serviceaccount::ServiceAccount::default),
+    );
+    p.register(
         "DefaultTolerationSeconds",
         simple(tolerations::DefaultTolerationSeconds::default),
     );
@@ -107,7 +112,8 @@ pub(crate) mod tests {
         let chain = Chain::build(
             &ChainConfig {
                 enable: vec!["AlwaysDeny".into()],
-                disable: vec![],
+                // (ServiceAccount would refuse the pod first: it has no account.)
+                disable: vec!["ServiceAccount".into()],
                 config_file: None,
             },
             &builtin(),

@@ -137,6 +137,33 @@ impl Registry {
             })
     }
 
+    /// Writes `object` (main resource or `subresource`) if its `metadata.resourceVersion`
+    /// is still the current one: a stale one is a 409 Conflict, never retried.
+    pub(crate) async fn write_at(
+        &self,
+        r: &Resource,
+        subresource: Option<&str>,
+        object: Value,
+        opts: &WriteOptions,
+    ) -> Result<super::Written, ApiError> {
+        let ns = api::meta::namespace(&object)
+            .filter(|n| !n.is_empty())
+            .map(str::to_string);
+        let name = api::meta::name(&object).unwrap_or_default().to_string();
+        let rv = api::meta::resource_version(&object).map(str::to_string);
+        self.update_with(r, ns.as_deref(), &name, subresource, opts, |_| {
+            Ok((
+                object.clone(),
+                Vec::new(),
+                Precondition {
+                    resource_version: rv.clone(),
+                    ..Default::default()
+                },
+            ))
+        })
+        .await
+    }
+
     fn system_options() -> WriteOptions {
         WriteOptions {
             user: auth::UserInfo::new(
@@ -199,24 +226,9 @@ impl admission::Cluster for Registry {
         object: Value,
     ) -> Result<Value, ApiError> {
         let r = self.resource_of(group, plural)?;
-        let ns = api::meta::namespace(&object)
-            .filter(|n| !n.is_empty())
-            .map(str::to_string);
-        let name = api::meta::name(&object).unwrap_or_default().to_string();
-        let rv = api::meta::resource_version(&object).map(str::to_string);
         let sub = (!subresource.is_empty()).then_some(subresource);
-        let opts = Self::system_options();
         let w = self
-            .update_with(&r, ns.as_deref(), &name, sub, &opts, |_| {
-                Ok((
-                    object.clone(),
-                    Vec::new(),
-                    Precondition {
-                        resource_version: rv.clone(),
-                        ..Default::default()
-                    },
-                ))
-            })
+            .write_at(&r, sub, object, &Self::system_options())
             .await?;
         Ok(w.object)
     }

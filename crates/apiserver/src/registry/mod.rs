@@ -180,19 +180,9 @@ pub fn rfc3339(ms: i64) -> String {
         .unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_string())
 }
 
-const GENERATE_NAME_CHARS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-
 /// `prefix` plus five random characters, as upstream's name generator.
 pub fn generate_name(prefix: &str) -> String {
-    let base: String = prefix.chars().take(63 - 5).collect();
-    let id = uuid::Uuid::new_v4();
-    let suffix: String = id
-        .as_bytes()
-        .iter()
-        .take(5)
-        .map(|b| GENERATE_NAME_CHARS[usize::from(*b) % GENERATE_NAME_CHARS.len()] as char)
-        .collect();
-    format!("{base}{suffix}")
+    api::meta::generated_name(prefix, uuid::Uuid::new_v4().as_bytes())
 }
 
 impl Registry {

@@ -153,8 +153,9 @@ fn attributes_of(user: UserInfo, spec: &Value) -> auth::Attributes {
     }
 }
 
-/// The user a `SubjectAccessReview` asks about (`spec.user`, `uid`, `groups`, `extra`).
-fn spec_user(spec: &Value) -> UserInfo {
+/// The user a spec names: `<name_field>`, `uid`, `groups`, `extra` (a `SubjectAccessReview`
+/// names it in `user`, a CertificateSigningRequest in `username`).
+pub(crate) fn user_of_spec(spec: &Value, name_field: &str) -> UserInfo {
     let strings = |v: &Value| -> Vec<String> {
         v.as_array()
             .map(|a| {
@@ -165,7 +166,7 @@ fn spec_user(spec: &Value) -> UserInfo {
             .unwrap_or_default()
     };
     let mut user = UserInfo {
-        name: str_of(spec, "user"),
+        name: str_of(spec, name_field),
         uid: str_of(spec, "uid"),
         groups: strings(&spec["groups"]),
         ..Default::default()
@@ -176,6 +177,11 @@ fn spec_user(spec: &Value) -> UserInfo {
         }
     }
     user
+}
+
+/// The user a `SubjectAccessReview` asks about (`spec.user`, `uid`, `groups`, `extra`).
+fn spec_user(spec: &Value) -> UserInfo {
+    user_of_spec(spec, "user")
 }
 
 /// `object` with `status` set; a missing `metadata.creationTimestamp` is `null`, as Go
