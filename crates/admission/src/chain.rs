@@ -263,16 +263,17 @@ impl Chain {
     }
 }
 
-/// Upstream's `admission.NewForbidden`: a 403 on the object, named by its name or, before
-/// name generation, its `generateName` ("Unknown" without an object).
+/// Upstream's `admission.NewForbidden`: a 403 on the request's name, else the object's name
+/// or, before name generation, its `generateName` ("Unknown" without either).
 pub fn forbidden(a: &Attributes, reason: impl std::fmt::Display) -> ApiError {
-    let name = a
-        .object
-        .as_ref()
-        .and_then(|o| {
-            api::meta::name(o)
-                .filter(|n| !n.is_empty())
-                .or_else(|| api::meta::generate_name(o).filter(|n| !n.is_empty()))
+    let name = Some(a.name.as_str())
+        .filter(|n| !n.is_empty())
+        .or_else(|| {
+            a.object.as_ref().and_then(|o| {
+                api::meta::name(o)
+                    .filter(|n| !n.is_empty())
+                    .or_else(|| api::meta::generate_name(o).filter(|n| !n.is_empty()))
+            })
         })
         .unwrap_or("Unknown")
         .to_string();

@@ -75,9 +75,93 @@ pub struct Attributes {
     pub dry_run: bool,
     /// The operation's options (`CreateOptions`, `UpdateOptions`, `DeleteOptions`) as JSON.
     pub options: Option<Value>,
+    /// Warnings for the client, returned as `Warning` headers whatever the outcome.
+    pub warnings: Warnings,
+    /// Annotations for the request's audit event (upstream's `AddAnnotation`).
+    pub audit_annotations: AuditAnnotations,
+}
+
+/// The audit annotations of one request: shared by clones; a key set twice keeps its
+/// first value, as upstream's `attributesRecord.AddAnnotation`.
+#[derive(Clone, Debug, Default)]
+pub struct AuditAnnotations(
+    std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<String, String>>>,
+);
+
+impl AuditAnnotations {
+    pub fn add(&self, key: impl Into<String>, value: impl Into<String>) {
+        if let Ok(mut m) = self.0.lock() {
+            m.entry(key.into()).or_insert_with(|| value.into());
+        }
+    }
+
+    /// The annotations so far, leaving none.
+    pub fn take(&self) -> std::collections::BTreeMap<String, String> {
+        self.0
+            .lock()
+            .map(|mut m| std::mem::take(&mut *m))
+            .unwrap_or_default()
+    }
+}
+
+/// The warnings of one request (upstream's `warning.AddWarning` on the request context):
+/// shared by clones, identical messages kept once, in the order they came.
+#[derive(Clone, Debug, Default)]
+pub struct Warnings(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl Warnings {
+    /// Adds `message` unless it is empty or already there.
+    pub fn add(&self, message: impl Into<String>) {
+        let message = message.into();
+        if message.is_empty() {
+            return;
+        }
+        if let Ok(mut list) = self.0.lock()
+            && !list.contains(&message)
+        {
+            list.push(message);
+        }
+    }
+
+    /// The warnings so far, leaving none.
+    pub fn take(&self) -> Vec<String> {
+        self.0
+            .lock()
+            .map(|mut l| std::mem::take(&mut *l))
+            .unwrap_or_default()
+    }
+
+    /// A copy of the warnings so far.
+    pub fn list(&self) -> Vec<String> {
+        self.0.lock().map(|l| l.clone()).unwrap_or_default()
+    }
 }
 
 impl Attributes {
+    /// The attributes of `op` on `group`/`plural` (version `v1`) `namespace`/`name`, with no
+    /// object, an empty kind and user, and no options; callers fill in the rest.
+    pub fn on(op: Operation, group: &str, plural: &str, namespace: &str, name: &str) -> Self {
+        Attributes {
+            operation: op,
+            kind: Gvk::default(),
+            resource: Gvk {
+                group: group.into(),
+                version: "v1".into(),
+                kind: plural.into(),
+            },
+            subresource: String::new(),
+            namespace: namespace.into(),
+            name: name.into(),
+            object: None,
+            old_object: None,
+            user: auth::UserInfo::default(),
+            dry_run: false,
+            options: None,
+            warnings: Warnings::default(),
+            audit_annotations: AuditAnnotations::default(),
+        }
+    }
+
     /// Whether the request is on the given group and plural, main resource or subresource.
     pub fn is(&self, group: &str, plural: &str) -> bool {
         self.resource.group == group && self.resource.kind == plural

@@ -328,6 +328,19 @@ impl Auditor {
         ann["authorization.k8s.io/reason"] = json!(reason);
     }
 
+    /// Adds admission plugins' annotations (a key already there keeps its value).
+    pub fn annotate(record: &mut Record, annotations: std::collections::BTreeMap<String, String>) {
+        let ann = record
+            .event
+            .entry("annotations")
+            .or_insert_with(|| json!({}));
+        if let Some(map) = ann.as_object_mut() {
+            for (k, v) in annotations {
+                map.entry(k).or_insert(Value::String(v));
+            }
+        }
+    }
+
     /// Records the request object (level `Request` and above).
     pub fn request_object(&self, record: &mut Record, object: Value) {
         if record.level >= Level::Request {

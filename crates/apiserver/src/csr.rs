@@ -158,6 +158,11 @@ fn subject(req: &rcgen::CertificateSigningRequestParams) -> (String, Vec<String>
     (cn, orgs)
 }
 
+/// The subject common name of a PEM certificate request (for NodeRestriction).
+pub fn common_name(pem: &[u8]) -> Result<String, String> {
+    parse_request(pem).map(|req| subject(&req).0)
+}
+
 fn dn_string(v: &rcgen::DnValue) -> String {
     match v {
         rcgen::DnValue::Utf8String(s) => s.clone(),
@@ -329,6 +334,8 @@ fn system_options() -> WriteOptions {
         field_validation: crate::registry::FieldValidation::Ignore,
         apply: false,
         include_uninitialized: true,
+        warnings: Default::default(),
+        audit_annotations: Default::default(),
     }
 }
 

@@ -19,6 +19,7 @@ pub mod http;
 mod initializers;
 pub mod metrics;
 pub mod nsdefaults;
+pub mod oidc;
 pub mod openapi;
 pub mod pki;
 pub mod registry;
@@ -104,6 +105,8 @@ pub struct Config {
     /// `--service-account-issuer`, `--api-audiences`,
     /// `--service-account-max-token-expiration`, `--service-account-extend-token-expiration`.
     pub service_accounts: serviceaccount::Options,
+    /// `--oidc-issuer-url`, `--oidc-client-id` and the other `--oidc-*` flags.
+    pub oidc: oidc::Options,
 }
 
 impl Config {
@@ -129,6 +132,7 @@ impl Config {
             audit_policy_file: None,
             audit_log_path: None,
             service_accounts: serviceaccount::Options::default(),
+            oidc: oidc::Options::default(),
         }
     }
 }
@@ -167,8 +171,8 @@ fn first_service_ip(range: &str) -> Option<IpAddr> {
 }
 
 /// The authenticator chain the flags select, in upstream's order (x509, basic auth, token
-/// file; service-account tokens join it once the registry exists); a bad file stops the
-/// start-up.
+/// file; service-account, bootstrap and OIDC tokens join it once the registry exists); a
+/// bad file stops the start-up.
 fn authn_chain(
     config: &Config,
     client_roots: rustls::RootCertStore,
@@ -193,6 +197,16 @@ fn authn_chain(
 fn admission_plugins() -> admission::chain::Plugins {
     use admission::webhook::{MutatingWebhook, Transport, ValidatingWebhook};
     let mut plugins = admission::plugins::builtin();
+    plugins.register(
+        "NodeRestriction",
+        Box::new(|_| {
+            Ok(
+                Arc::new(admission::plugins::noderestriction::NodeRestriction {
+                    csr_common_name: Some(Arc::new(csr::common_name)),
+                }) as _,
+            )
+        }),
+    );
     let transport: Arc<dyn Transport> = Arc::new(webhook::HttpsTransport::new());
     let t = Arc::clone(&transport);
     plugins.register(
@@ -229,6 +243,17 @@ pub async fn start(
     let client_roots = server::load_roots(&pki.client_ca_cert)?;
     let tls = server::tls_config(&pki.serving_cert, &pki.serving_key, &client_roots)?;
     let mut authn = authn_chain(&config, client_roots)?;
+    let oidc = match config.oidc.settings().map_err(Error::Config)? {
+        Some(settings) => {
+            let fetch =
+                oidc::HttpsFetch::new(config.oidc.ca_file.as_deref()).map_err(Error::Config)?;
+            Some((
+                Arc::new(oidc::OidcAuthenticator::new(settings, Arc::clone(&clock))),
+                fetch,
+            ))
+        }
+        None => None,
+    };
     let sa_keys = serviceaccount::Keys::load(&config.service_accounts, &pki.dir)?;
     let audit = match (&config.audit_policy_file, &config.audit_log_path) {
         (Some(policy), Some(log)) => Some(Arc::new(audit::Auditor::open(policy, log)?)),
@@ -311,6 +336,10 @@ pub async fn start(
             secrets: Arc::clone(&secrets.cacher),
             clock: Arc::clone(&registry.clock),
         }));
+    }
+    if let Some((oidc, fetch)) = oidc {
+        authn.authenticators.push(Box::new(Arc::clone(&oidc)));
+        tokio::spawn(oidc.run(Arc::new(fetch)));
     }
     let csr_authz = Arc::clone(&authz);
     let srv = Arc::new(Server {
@@ -404,6 +433,21 @@ async fn kubernetes_service(registry: &Arc<Registry>, system: &registry::WriteOp
     }
 }
 
+/// Creates upstream's `system-node-critical` and `system-cluster-critical` PriorityClasses.
+async fn system_priority_classes(registry: &Arc<Registry>, system: &registry::WriteOptions) {
+    let Some(r) = registry.lookup("scheduling.k8s.io", "v1", "priorityclasses") else {
+        return;
+    };
+    for (name, value, description) in admission::plugins::priority::SYSTEM_CLASSES {
+        let body = admission::plugins::priority::system_class(name, *value, description);
+        match registry.create(&r, None, body, system).await {
+            Ok(_) => tracing::info!(priorityclass = name, "created"),
+            Err(e) if e.code == 409 => {}
+            Err(e) => tracing::warn!(priorityclass = name, error = %e, "cannot create"),
+        }
+    }
+}
+
 /// Creates what every cluster has from the start (upstream's system namespaces), and waits
 /// for the watch caches.
 /// How the server writes its own objects: `system:apiserver` in `system:masters`.
@@ -421,6 +465,8 @@ fn system_write_options() -> registry::WriteOptions {
         field_validation: registry::FieldValidation::Strict,
         apply: false,
         include_uninitialized: false,
+        warnings: Default::default(),
+        audit_annotations: Default::default(),
     }
 }
 
@@ -439,6 +485,7 @@ async fn bootstrap(registry: &Arc<Registry>) {
         }
     }
     kubernetes_service(registry, &system).await;
+    system_priority_classes(registry, &system).await;
     authz::ensure_bootstrap_policy(registry, &system).await;
     tokio::spawn(authz::run_aggregation(Arc::clone(registry), system.clone()));
     for r in registry.all().iter() {

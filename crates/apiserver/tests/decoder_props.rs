@@ -119,6 +119,8 @@ fn write_options(dry_run: bool, field_validation: FieldValidation) -> WriteOptio
         field_validation,
         apply: false,
         include_uninitialized: false,
+        warnings: Default::default(),
+        audit_annotations: Default::default(),
     }
 }
 

@@ -3,7 +3,8 @@
 //! namespaces cannot be deleted, terminating namespaces take no new objects), ResourceQuota,
 //! ServiceAccount (default account, token volume, pull secrets, with the per-namespace
 //! account and root CA bundle the server keeps), and `--disable-admission-plugins` / unknown
-//! plugin names.
+//! plugin names, Priority (system classes, global default), AlwaysPullImages, and
+//! NodeRestriction (a kubelet, impersonated, confined to its node and pods).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -317,4 +318,323 @@ fn service_account_admission() {
     // A deleted default account comes back.
     k(&["delete", "serviceaccount", "default", "-n", "sa"]);
     server.wait_for_object(&["get", "serviceaccount", "default", "-n", "sa"]);
+}
+
+#[test]
+fn priority_and_always_pull_images() {
+    let server = RkubeServer::start_with(&["--enable-admission-plugins=AlwaysPullImages"]);
+    let k = |args: &[&str]| server.kubectl_ok(Some("1.33"), args);
+    // The system classes exist from the start and cannot be deleted.
+    let classes = k(&["get", "priorityclasses", "-o", "name"]);
+    assert!(
+        classes.contains("priorityclass.scheduling.k8s.io/system-node-critical")
+            && classes.contains("priorityclass.scheduling.k8s.io/system-cluster-critical"),
+        "{classes}"
+    );
+    let out = server.kubectl_v(
+        Some("1.33"),
+        &["delete", "priorityclass", "system-node-critical"],
+    );
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "priorityclasses.scheduling.k8s.io \"system-node-critical\" is forbidden: this is a system priority class and cannot be deleted"
+        ),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    k(&["create", "priorityclass", "high", "--value=1000"]);
+    k(&[
+        "create",
+        "priorityclass",
+        "fallback",
+        "--value=5",
+        "--global-default",
+    ]);
+    let out = server.kubectl_v(
+        Some("1.33"),
+        &[
+            "create",
+            "priorityclass",
+            "other",
+            "--value=6",
+            "--global-default",
+        ],
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "PriorityClass fallback is already marked as default. Only one default can exist"
+        ),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let spec = |name: &str| -> Value {
+        let p: Value = serde_json::from_str(&k(&["get", "pod", name, "-o", "json"])).unwrap();
+        p["spec"].clone()
+    };
+    k(&[
+        "run",
+        "vip",
+        "--image=registry.local/web:1",
+        "--image-pull-policy=IfNotPresent",
+        "--overrides={\"spec\":{\"priorityClassName\":\"high\"}}",
+    ]);
+    let vip = spec("vip");
+    assert_eq!(vip["priority"], 1000);
+    assert_eq!(vip["preemptionPolicy"], "PreemptLowerPriority");
+    // AlwaysPullImages overrides the requested policy.
+    assert_eq!(vip["containers"][0]["imagePullPolicy"], "Always");
+    k(&["run", "plain", "--image=registry.local/web:1"]);
+    let plain = spec("plain");
+    assert_eq!(
+        (
+            plain["priorityClassName"].clone(),
+            plain["priority"].clone()
+        ),
+        (json!("fallback"), json!(5))
+    );
+    let out = server.kubectl_v(
+        Some("1.33"),
+        &[
+            "run",
+            "nope",
+            "--image=registry.local/web:1",
+            "--overrides={\"spec\":{\"priorityClassName\":\"missing\"}}",
+        ],
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("pods \"nope\" is forbidden: no PriorityClass with name missing was found"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn node_restriction() {
+    let server = RkubeServer::start();
+    let k = |args: &[&str]| server.kubectl_ok(Some("1.33"), args);
+    for n in ["n1", "n2"] {
+        let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": n}});
+        let out = server.kubectl_stdin(Some("1.33"), &["create", "-f", "-"], &node.to_string());
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // TaintNodesByCondition: new nodes start not ready for scheduling.
+    let taints = k(&["get", "node", "n1", "-o", "jsonpath={.spec.taints}"]);
+    assert_eq!(
+        serde_json::from_str::<Value>(&taints).unwrap(),
+        json!([{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}])
+    );
+    for (name, node) in [("on-n1", "n1"), ("on-n2", "n2")] {
+        k(&[
+            "run",
+            name,
+            "--image=registry.local/web:1",
+            &format!("--overrides={{\"spec\":{{\"nodeName\":\"{node}\"}}}}"),
+        ]);
+    }
+    // The kubelet of n1, by impersonation (what its own certificate would say).
+    let as_n1 = |args: &[&str]| {
+        let mut all = vec!["--as=system:node:n1", "--as-group=system:nodes"];
+        all.extend_from_slice(args);
+        let out = server.kubectl_v(Some("1.33"), &all);
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let refused = |args: &[&str], why: &str| {
+        let (ok, err) = as_n1(args);
+        assert!(!ok && err.contains(why), "{args:?}: {err}");
+    };
+    // Its own node: kubelet labels yes; taints, restricted labels and other nodes no.
+    let (ok, err) = as_n1(&["label", "node", "n1", "topology.kubernetes.io/zone=z1"]);
+    assert!(ok, "{err}");
+    // The Node authorizer already refuses reading another node (so no `kubectl label`,
+    // which reads first); a blind PUT reaches admission.
+    let other = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n2", "labels": {"topology.kubernetes.io/zone": "z1"}}});
+    let out = server.kubectl_stdin(
+        Some("1.33"),
+        &[
+            "--as=system:node:n1",
+            "--as-group=system:nodes",
+            "replace",
+            "--raw",
+            "/api/v1/nodes/n2",
+            "-f",
+            "-",
+        ],
+        &other.to_string(),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("node \"n1\" is not allowed to modify node \"n2\""),
+        "{err}"
+    );
+    refused(
+        &["taint", "node", "n1", "k=v:NoSchedule"],
+        "node \"n1\" is not allowed to modify taints",
+    );
+    refused(
+        &[
+            "label",
+            "node",
+            "n1",
+            "node-restriction.kubernetes.io/pool=gold",
+        ],
+        "is not allowed to modify labels: node-restriction.kubernetes.io/pool",
+    );
+    // Pods: only mirror pods, only deletes of its own.
+    refused(
+        &[
+            "run",
+            "sneaky",
+            "--image=registry.local/web:1",
+            "--overrides={\"spec\":{\"nodeName\":\"n1\"}}",
+        ],
+        "node \"n1\" can only create mirror pods",
+    );
+    refused(
+        &["delete", "pod", "on-n2"],
+        "pods \"on-n2\" is forbidden: node \"n1\" can only delete pods with spec.nodeName set to itself",
+    );
+    let (ok, err) = as_n1(&["delete", "pod", "on-n1", "--wait=false"]);
+    assert!(ok, "{err}");
+}
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn pod_security_levels_from_namespace_labels() {
+    let files = tempfile::tempdir().unwrap();
+    let policy = files.path().join("audit.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  resources:\n  - group: \"\"\n    resources: [\"pods\"]\n",
+    )
+    .unwrap();
+    let log = files.path().join("audit.log");
+    let server = RkubeServer::start_with(&[
+        "--audit-policy-file",
+        policy.to_str().unwrap(),
+        "--audit-log-path",
+        log.to_str().unwrap(),
+    ]);
+    let k = |args: &[&str]| server.kubectl_ok(Some("1.33"), args);
+    let run = |args: &[&str]| server.kubectl_v(Some("1.33"), args);
+    k(&["create", "namespace", "secure"]);
+    k(&["create", "namespace", "lenient"]);
+    server.wait_for_object(&["get", "serviceaccount", "default", "-n", "secure"]);
+    server.wait_for_object(&["get", "serviceaccount", "default", "-n", "lenient"]);
+    k(&["run", "old", "--image=registry.local/web:1", "-n", "secure"]);
+
+    // Raising enforce warns about the pod already there (it stays).
+    let o = run(&[
+        "label",
+        "namespace",
+        "secure",
+        "pod-security.kubernetes.io/enforce=restricted",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("Warning: existing pods in namespace \"secure\" violate the new PodSecurity enforce level \"restricted:latest\""),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("Warning: old: allowPrivilegeEscalation != false, unrestricted capabilities, runAsNonRoot != true, seccompProfile"),
+        "{}",
+        stderr(&o)
+    );
+
+    // Enforce: refused with upstream's message.
+    let o = run(&["run", "web", "--image=registry.local/web:1", "-n", "secure"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("Error from server (Forbidden): pods \"web\" is forbidden: violates PodSecurity \"restricted:latest\": allowPrivilegeEscalation != false (container \"web\" must set securityContext.allowPrivilegeEscalation=false), unrestricted capabilities (container \"web\" must set securityContext.capabilities.drop=[\"ALL\"]), runAsNonRoot != true (pod or container \"web\" must set securityContext.runAsNonRoot=true), seccompProfile (pod or container \"web\" must set securityContext.seccompProfile.type to \"RuntimeDefault\" or \"Localhost\")"),
+        "{}",
+        stderr(&o)
+    );
+    // A pod that meets restricted is created.
+    let good = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "good", "namespace": "secure"}, "spec": {
+        "securityContext": {"runAsNonRoot": true, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [{"name": "c", "image": "registry.local/web:1", "securityContext": {
+            "allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}}}]}});
+    let o = server.kubectl_stdin(Some("1.33"), &["create", "-f", "-"], &good.to_string());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("Warning"), "{}", stderr(&o));
+    // Workloads are only warned about.
+    let o = run(&[
+        "create",
+        "deployment",
+        "d",
+        "--image=registry.local/web:1",
+        "-n",
+        "secure",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("Warning: would violate PodSecurity \"restricted:latest\": allowPrivilegeEscalation != false (container \"web\""),
+        "{}",
+        stderr(&o)
+    );
+
+    // Warn only: created with a warning.
+    k(&[
+        "label",
+        "namespace",
+        "lenient",
+        "pod-security.kubernetes.io/warn=baseline",
+    ]);
+    let o = run(&[
+        "run",
+        "priv",
+        "--image=registry.local/web:1",
+        "-n",
+        "lenient",
+        "--privileged",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("Warning: would violate PodSecurity \"baseline:latest\": privileged (container \"priv\" must not set securityContext.privileged=true)"),
+        "{}",
+        stderr(&o)
+    );
+
+    // Bad labels are refused.
+    let o = run(&[
+        "label",
+        "namespace",
+        "lenient",
+        "pod-security.kubernetes.io/enforce=strict",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("Namespace \"lenient\" is invalid: metadata.labels[pod-security.kubernetes.io/enforce]: Invalid value: \"strict\": must be one of privileged, baseline, restricted"),
+        "{}",
+        stderr(&o)
+    );
+
+    // The audit log carries the policy and the refusal's violations.
+    testkit::eventually("the PodSecurity audit annotations", || {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .any(|e| {
+                e["objectRef"]["resource"] == "pods"
+                    && e["objectRef"]["namespace"] == "secure"
+                    && e["responseStatus"]["code"] == 403
+                    && e["stage"] == "ResponseComplete"
+                    && e["annotations"]["pod-security.kubernetes.io/enforce-policy"]
+                        == "restricted:latest"
+            })
+    });
 }

@@ -58,23 +58,11 @@ impl Env {
 
     /// A kubeconfig for this server whose user is `user_yaml` (the body of `user:`).
     fn kubeconfig(&self, name: &str, user_yaml: &str) -> PathBuf {
-        let path = self.server.dir.path().join(format!("{name}.kubeconfig"));
-        let text = format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {}\n    certificate-authority: {}\nusers:\n- name: u\n  user:\n{user_yaml}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\n",
-            self.url(),
-            self.tls().join("server-ca.crt").display(),
-        );
-        std::fs::write(&path, text).unwrap();
-        path
+        self.server.user_kubeconfig(name, user_yaml)
     }
 
     fn kubectl_as(&self, kubeconfig: &Path, args: &[&str]) -> Output {
-        self.server
-            .kubectl_cmd(Some("1.33"))
-            .env("KUBECONFIG", kubeconfig)
-            .args(args)
-            .output()
-            .unwrap()
+        self.server.kubectl_with(kubeconfig, args)
     }
 
     /// `GET path` with extra curl arguments; the HTTP code and body.
@@ -309,23 +297,7 @@ fn bad_token_file_is_a_startup_error() {
     let dir = tempfile::tempdir().unwrap();
     let tokens = dir.path().join("tokens.csv");
     std::fs::write(&tokens, "SeCrEtTok1,a,1\nSeCrEtTok2,b\n").unwrap();
-    let out = Command::new(testkit::rkube_binary())
-        .arg("server")
-        .arg("--data-dir")
-        .arg(dir.path().join("data"))
-        .args([
-            "--https-port",
-            "0",
-            "--bind-address",
-            "127.0.0.1",
-            "--disable-agent",
-        ])
-        .arg("--token-auth-file")
-        .arg(&tokens)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = testkit::server_start_error(&["--token-auth-file", tokens.to_str().unwrap()]);
     assert!(
         err.contains("line 2: must have at least 3 columns (token, user name, user uid), found 2"),
         "{err}"

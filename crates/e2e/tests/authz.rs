@@ -45,23 +45,12 @@ impl Env {
 
     /// A kubeconfig for this server authenticating with `token`.
     fn kubeconfig(&self, name: &str, token: &str) -> PathBuf {
-        let path = self.server.dir.path().join(format!("{name}.kubeconfig"));
-        let text = format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {}\n    certificate-authority: {}\nusers:\n- name: u\n  user:\n    token: {token}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\n",
-            self.url(),
-            self.tls().join("server-ca.crt").display(),
-        );
-        std::fs::write(&path, text).unwrap();
-        path
+        self.server
+            .user_kubeconfig(name, &format!("    token: {token}"))
     }
 
     fn kubectl_as(&self, kubeconfig: &Path, args: &[&str]) -> Output {
-        self.server
-            .kubectl_cmd(Some("1.33"))
-            .env("KUBECONFIG", kubeconfig)
-            .args(args)
-            .output()
-            .unwrap()
+        self.server.kubectl_with(kubeconfig, args)
     }
 
     fn admin(&self, args: &[&str]) -> String {
@@ -399,16 +388,7 @@ fn always_allow_and_bad_modes() {
             "authorization-mode ABAC's authorization policy file not passed",
         ),
     ] {
-        let dir = tempfile::tempdir().unwrap();
-        let out = Command::new(testkit::rkube_binary())
-            .args(["server", "--disable-agent", "--https-port", "0"])
-            .arg("--data-dir")
-            .arg(dir.path())
-            .args(&flags)
-            .output()
-            .unwrap();
-        assert!(!out.status.success(), "{flags:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = testkit::server_start_error(&flags);
         assert!(err.contains(message), "{flags:?}: {err}");
     }
 }

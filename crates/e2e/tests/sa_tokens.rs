@@ -751,23 +751,9 @@ fn external_keys_issuers_and_audiences() {
             "the service-account-max-token-expiration must be between 1 hour and 2^32 seconds",
         ),
     ] {
-        let data = tempfile::tempdir().unwrap();
-        let out = Command::new(testkit::rkube_binary())
-            .arg("server")
-            .arg("--data-dir")
-            .arg(data.path())
-            .args([
-                "--https-port",
-                &testkit::free_port().to_string(),
-                "--bind-address",
-                "127.0.0.1",
-                "--disable-agent",
-            ])
-            .args(&flags)
-            .output()
-            .unwrap();
-        assert!(!out.status.success(), "{flags:?}: {}", text(&out));
-        assert!(stderr(&out).contains(message), "{flags:?}: {}", text(&out));
+        let flags: Vec<&str> = flags.iter().map(AsRef::as_ref).collect();
+        let err = testkit::server_start_error(&flags);
+        assert!(err.contains(message), "{flags:?}: {err}");
     }
 
     let args: Vec<String> = [

@@ -8,35 +8,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::convert::Infallible;
-use std::path::{Path, PathBuf};
 use std::process::Output;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::{Value, json};
 use testkit::eventually;
+use testkit::https::{HttpsServer, Request};
 use testkit::{RkubeServer, TestCa};
 
 const WEBHOOK_TOKEN: &str = "webhook-secret";
-
-/// One request the webhook server received: path and JSON body.
-type Seen = Arc<Mutex<Vec<(String, Value)>>>;
-
-/// The test's HTTPS webhook server: `/mutate` labels objects, `/validate` refuses
-/// ConfigMaps with a `forbidden` data key, `/authorize` answers SubjectAccessReviews.
-struct HookServer {
-    port: u16,
-    seen: Seen,
-    runtime: Option<tokio::runtime::Runtime>,
-}
 
 fn review_answer(review: &Value, response: Value) -> Value {
     let mut r = response;
@@ -99,106 +81,13 @@ fn answer(path: &str, authorization: Option<&str>, body: &Value) -> (u16, Value)
     }
 }
 
-impl HookServer {
-    fn start(ca: &TestCa) -> HookServer {
-        let issued = ca.issue("webhook", "webhook", &["127.0.0.1", "localhost"]);
-        let certs = CertificateDer::pem_file_iter(&issued.cert_file)
-            .unwrap()
-            .collect::<Result<Vec<_>, _>>()
-            .unwrap();
-        let key = PrivateKeyDer::from_pem_file(&issued.key_file).unwrap();
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(certs, key)
-            .unwrap();
-        cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(cfg));
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let seen: Seen = Arc::default();
-        let seen2 = Arc::clone(&seen);
-        runtime.spawn(async move {
-            loop {
-                let Ok((tcp, _)) = listener.accept().await else {
-                    continue;
-                };
-                let acceptor = acceptor.clone();
-                let seen = Arc::clone(&seen2);
-                tokio::spawn(async move {
-                    let Ok(tls) = acceptor.accept(tcp).await else {
-                        return;
-                    };
-                    let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                        let seen = Arc::clone(&seen);
-                        async move {
-                            let path = req.uri().path().to_string();
-                            let authorization = req
-                                .headers()
-                                .get("authorization")
-                                .and_then(|v| v.to_str().ok())
-                                .map(str::to_string);
-                            let bytes = req.into_body().collect().await.unwrap().to_bytes();
-                            let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-                            seen.lock().unwrap().push((path.clone(), body.clone()));
-                            let (code, out) = answer(&path, authorization.as_deref(), &body);
-                            Ok::<_, Infallible>(
-                                hyper::Response::builder()
-                                    .status(code)
-                                    .header("content-type", "application/json")
-                                    .body(Full::new(Bytes::from(serde_json::to_vec(&out).unwrap())))
-                                    .unwrap(),
-                            )
-                        }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(tls), svc)
-                        .await;
-                });
-            }
-        });
-        HookServer {
-            port,
-            seen,
-            runtime: Some(runtime),
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("https://127.0.0.1:{}{path}", self.port)
-    }
-
-    /// How many requests matched `pred`.
-    fn count(&self, pred: impl Fn(&str, &Value) -> bool) -> usize {
-        self.seen
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(p, b)| pred(p, b))
-            .count()
-    }
-
-    /// Stops serving (the port refuses connections afterwards).
-    fn stop(&mut self) {
-        if let Some(rt) = self.runtime.take() {
-            rt.shutdown_timeout(Duration::from_secs(2));
-        }
-    }
-}
-
-impl Drop for HookServer {
-    fn drop(&mut self) {
-        self.stop();
-    }
+/// The test's HTTPS webhook server: `/mutate` labels objects, `/validate` refuses
+/// ConfigMaps with a `forbidden` data key, `/authorize` answers SubjectAccessReviews.
+fn hook_server(ca: &TestCa) -> HttpsServer {
+    HttpsServer::start(
+        ca,
+        Arc::new(|r: &Request<'_>| answer(r.path, r.authorization, r.body)),
+    )
 }
 
 fn out(o: &Output) -> String {
@@ -246,7 +135,7 @@ fn get_json(server: &RkubeServer, args: &[&str]) -> Value {
 fn admission_webhooks_mutate_refuse_and_fail_as_configured() {
     let dir = tempfile::tempdir().unwrap();
     let ca = TestCa::new(dir.path(), "hooks");
-    let mut hooks = HookServer::start(&ca);
+    let mut hooks = hook_server(&ca);
     let server = RkubeServer::start();
     let k = |args: &[&str]| server.kubectl_ok(Some("1.33"), args);
     k(&["create", "namespace", "hooked"]);
@@ -495,38 +384,11 @@ fn admission_webhooks_mutate_refuse_and_fail_as_configured() {
     });
 }
 
-/// A kubeconfig for the test's server authenticating with `token`.
-fn user_kubeconfig(server: &RkubeServer, name: &str, token: &str) -> PathBuf {
-    let path = server.dir.path().join(format!("{name}.kubeconfig"));
-    let text = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:{}\n    certificate-authority: {}\nusers:\n- name: u\n  user:\n    token: {token}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\n",
-        server.port,
-        server
-            .dir
-            .path()
-            .join("data")
-            .join("tls")
-            .join("server-ca.crt")
-            .display(),
-    );
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-fn kubectl_as(server: &RkubeServer, kubeconfig: &Path, args: &[&str]) -> Output {
-    server
-        .kubectl_cmd(Some("1.33"))
-        .env("KUBECONFIG", kubeconfig)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 #[test]
 fn authorization_webhook_decides_first_and_is_cached() {
     let dir = tempfile::tempdir().unwrap();
     let ca = TestCa::new(dir.path(), "authz");
-    let hooks = HookServer::start(&ca);
+    let hooks = hook_server(&ca);
     let tokens = dir.path().join("tokens.csv");
     std::fs::write(
         &tokens,
@@ -551,9 +413,9 @@ fn authorization_webhook_decides_first_and_is_cached() {
         webhook_config.to_str().unwrap(),
         "--authorization-webhook-cache-unauthorized-ttl=3s",
     ]);
-    let hooked = user_kubeconfig(&server, "hooked", "tok-hooked");
-    let blocked = user_kubeconfig(&server, "blocked", "tok-blocked");
-    let alice = user_kubeconfig(&server, "alice", "tok-alice");
+    let hooked = server.user_kubeconfig("hooked", "    token: tok-hooked");
+    let blocked = server.user_kubeconfig("blocked", "    token: tok-blocked");
+    let alice = server.user_kubeconfig("alice", "    token: tok-alice");
     let pod_reviews = |user: &str| {
         hooks.count(|p, b| {
             p == "/authorize"
@@ -563,7 +425,7 @@ fn authorization_webhook_decides_first_and_is_cached() {
     };
 
     // The webhook allows hooked to list pods; RBAC alone would not.
-    let o = kubectl_as(&server, &hooked, &["auth", "can-i", "list", "pods"]);
+    let o = server.kubectl_with(&hooked, &["auth", "can-i", "list", "pods"]);
     assert_eq!(out(&o).trim(), "yes", "{}", err(&o));
     assert_eq!(pod_reviews("hooked"), 1);
     let review = hooks
@@ -584,13 +446,13 @@ fn authorization_webhook_decides_first_and_is_cached() {
             .contains(&json!("system:authenticated"))
     );
     // Cached: the same question does not reach the webhook again.
-    let o = kubectl_as(&server, &hooked, &["auth", "can-i", "list", "pods"]);
+    let o = server.kubectl_with(&hooked, &["auth", "can-i", "list", "pods"]);
     assert_eq!(out(&o).trim(), "yes");
-    let o = kubectl_as(&server, &hooked, &["get", "pods"]);
+    let o = server.kubectl_with(&hooked, &["get", "pods"]);
     assert!(o.status.success(), "{}", err(&o));
     assert!(pod_reviews("hooked") <= 2, "{}", pod_reviews("hooked"));
     // Not everything: the webhook has no opinion, and RBAC says no.
-    let o = kubectl_as(&server, &hooked, &["auth", "can-i", "delete", "pods"]);
+    let o = server.kubectl_with(&hooked, &["auth", "can-i", "delete", "pods"]);
     assert_eq!(out(&o).trim(), "no");
 
     // blocked is denied, even with an RBAC binding that would allow it.
@@ -605,22 +467,22 @@ fn authorization_webhook_decides_first_and_is_cached() {
             "--user=alice",
         ],
     );
-    let o = kubectl_as(&server, &blocked, &["auth", "can-i", "list", "pods"]);
+    let o = server.kubectl_with(&blocked, &["auth", "can-i", "list", "pods"]);
     let asked = Instant::now();
     assert_eq!(out(&o).trim(), "no - blocked by the test webhook");
     let before = pod_reviews("blocked");
     assert!(before >= 1);
-    let o = kubectl_as(&server, &blocked, &["auth", "can-i", "list", "pods"]);
+    let o = server.kubectl_with(&blocked, &["auth", "can-i", "list", "pods"]);
     assert_eq!(out(&o).trim(), "no - blocked by the test webhook");
     assert_eq!(pod_reviews("blocked"), before, "a denial is cached");
     // ...for --authorization-webhook-cache-unauthorized-ttl only.
     std::thread::sleep(
         (asked + Duration::from_millis(3500)).saturating_duration_since(Instant::now()),
     );
-    let o = kubectl_as(&server, &blocked, &["auth", "can-i", "list", "pods"]);
+    let o = server.kubectl_with(&blocked, &["auth", "can-i", "list", "pods"]);
     assert_eq!(out(&o).trim(), "no - blocked by the test webhook");
     assert_eq!(pod_reviews("blocked"), before + 1);
-    let o = kubectl_as(&server, &blocked, &["get", "pods"]);
+    let o = server.kubectl_with(&blocked, &["get", "pods"]);
     assert!(!o.status.success());
     assert!(
         err(&o).contains(
@@ -633,45 +495,24 @@ fn authorization_webhook_decides_first_and_is_cached() {
     // No opinion from the webhook: RBAC decides.
     let mut ok = false;
     eventually("RBAC to allow alice", || {
-        let o = kubectl_as(&server, &alice, &["auth", "can-i", "list", "pods"]);
+        let o = server.kubectl_with(&alice, &["auth", "can-i", "list", "pods"]);
         ok = out(&o).trim() == "yes";
         ok
     });
-    let o = kubectl_as(&server, &alice, &["auth", "can-i", "create", "pods"]);
+    let o = server.kubectl_with(&alice, &["auth", "can-i", "create", "pods"]);
     assert_eq!(out(&o).trim(), "no");
 }
 
 #[test]
 fn authorization_webhook_flags_are_checked() {
-    let dir = tempfile::tempdir().unwrap();
-    let run = |args: &[&str]| {
-        std::process::Command::new(testkit::rkube_binary())
-            .arg("server")
-            .arg("--data-dir")
-            .arg(dir.path().join("data"))
-            .args([
-                "--https-port",
-                &testkit::free_port().to_string(),
-                "--bind-address",
-                "127.0.0.1",
-                "--disable-agent",
-            ])
-            .args(args)
-            .output()
-            .unwrap()
-    };
-    let o = run(&["--authorization-mode=Webhook"]);
-    assert!(!o.status.success());
+    let e = testkit::server_start_error(&["--authorization-mode=Webhook"]);
     assert!(
-        err(&o).contains("authorization-mode Webhook's authorization config file not passed"),
-        "{}",
-        err(&o)
+        e.contains("authorization-mode Webhook's authorization config file not passed"),
+        "{e}"
     );
-    let o = run(&["--authorization-webhook-config-file=/nonexistent"]);
-    assert!(!o.status.success());
+    let e = testkit::server_start_error(&["--authorization-webhook-config-file=/nonexistent"]);
     assert!(
-        err(&o).contains("cannot specify --authorization-webhook-config-file without mode Webhook"),
-        "{}",
-        err(&o)
+        e.contains("cannot specify --authorization-webhook-config-file without mode Webhook"),
+        "{e}"
     );
 }

@@ -8,12 +8,13 @@
 #![allow(clippy::panic)]
 
 pub mod etcd;
+pub mod https;
 pub mod pki;
 pub mod rkube;
 
 pub use etcd::{Etcd, EtcdTls};
 pub use pki::{Issued, TestCa};
-pub use rkube::{RkubeServer, kubectl_binary, rkube_binary};
+pub use rkube::{RkubeServer, kubectl_binary, rkube_binary, server_start_error};
 
 /// Polls `f` every 100 ms until it holds, panicking after 20 s (a loaded CI machine is
 /// slow, never this slow).

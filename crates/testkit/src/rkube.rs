@@ -19,9 +19,29 @@ pub fn rkube_binary() -> PathBuf {
             .map(Path::to_path_buf)
             .unwrap_or_else(|| panic!("unexpected test binary location {}", exe.display()));
         let bin = profile_dir.join("rkube");
-        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args(["build", "-q", "-p", "rkube", "--bin", "rkube"])
-            .status();
+        let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        cargo.args(["build", "-q", "-p", "rkube", "--bin", "rkube"]);
+        // The variables cargo sets for this test crate must not reach the nested build:
+        // build scripts that watch them (ring's watches CARGO_MANIFEST_DIR) would see a
+        // change, rebuild, and make the next outer build rebuild again.
+        for (key, _) in std::env::vars_os() {
+            let key = key.to_string_lossy();
+            let per_crate = key.starts_with("CARGO_PKG_")
+                || key.starts_with("CARGO_BIN_")
+                || matches!(
+                    &*key,
+                    "CARGO_MANIFEST_DIR"
+                        | "CARGO_MANIFEST_PATH"
+                        | "CARGO_CRATE_NAME"
+                        | "CARGO_PRIMARY_PACKAGE"
+                        | "CARGO_TARGET_TMPDIR"
+                        | "OUT_DIR"
+                );
+            if per_crate {
+                cargo.env_remove(&*key);
+            }
+        }
+        let status = cargo.status();
         match status {
             Ok(s) if s.success() => {}
             Ok(_) | Err(_) if bin.exists() => {}
@@ -30,6 +50,32 @@ pub fn rkube_binary() -> PathBuf {
         bin
     })
     .clone()
+}
+
+/// Runs `rkube server` with `extra` flags that must stop it at start-up (a fresh data dir,
+/// a free port) and returns its stderr.
+pub fn server_start_error(extra: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let out = Command::new(rkube_binary())
+        .arg("server")
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .args([
+            "--https-port",
+            "0",
+            "--bind-address",
+            "127.0.0.1",
+            "--disable-agent",
+        ])
+        .args(extra)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run rkube: {e}"));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !out.status.success(),
+        "rkube server {extra:?} started: {err}"
+    );
+    err
 }
 
 /// The kubectl binary of a version (`"1.27"` … `"1.33"`), or the default one for `None`.
@@ -218,6 +264,34 @@ impl RkubeServer {
         crate::eventually(&format!("kubectl {args:?}"), || {
             self.kubectl(args).status.success()
         });
+    }
+
+    /// Writes a kubeconfig for this server (trusting its CA) whose user is `user_yaml`
+    /// (the lines under `user:`, indented four spaces), e.g. `    token: abc`.
+    pub fn user_kubeconfig(&self, name: &str, user_yaml: &str) -> PathBuf {
+        let path = self.dir.path().join(format!("{name}.kubeconfig"));
+        let ca = self
+            .dir
+            .path()
+            .join("data")
+            .join("tls")
+            .join("server-ca.crt");
+        let text = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:{}\n    certificate-authority: {}\nusers:\n- name: u\n  user:\n{user_yaml}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\n",
+            self.port,
+            ca.display(),
+        );
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        path
+    }
+
+    /// Runs kubectl 1.33 with `kubeconfig` instead of the admin's.
+    pub fn kubectl_with(&self, kubeconfig: &Path, args: &[&str]) -> Output {
+        self.kubectl_cmd(Some("1.33"))
+            .env("KUBECONFIG", kubeconfig)
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run kubectl: {e}"))
     }
 
     /// Runs kubectl and returns stdout, panicking with both streams when it fails.

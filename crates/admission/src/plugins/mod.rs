@@ -2,6 +2,11 @@
 
 pub mod lifecycle;
 pub mod limitranger;
+pub mod noderestriction;
+pub mod nodetaint;
+pub mod podsecurity;
+pub mod priority;
+pub mod pullimages;
 pub mod quota;
 pub mod serviceaccount;
 pub mod tolerations;
@@ -64,9 +69,25 @@ pub fn builtin() -> Plugins {
     );
     p.register("LimitRanger", simple(|| limitranger::LimitRanger));
     p.register("ResourceQuota", simple(|| quota::ResourceQuota));
+    p.register("Priority", simple(|| priority::Priority));
+    p.register("AlwaysPullImages", simple(|| pullimages::AlwaysPullImages));
+    p.register(
+        "NodeRestriction",
+        simple(noderestriction::NodeRestriction::default),
+    );
     p.register(
         "ServiceAccount",
         simple(serviceaccount::ServiceAccount::default),
+    );
+    p.register(
+        "PodSecurity",
+        Box::new(|config| {
+            Ok(Arc::new(podsecurity::PodSecurity::from_config(config)?) as Arc<dyn Plugin>)
+        }),
+    );
+    p.register(
+        "TaintNodesByCondition",
+        simple(|| nodetaint::TaintNodesByCondition),
     );
     p.register(
         "DefaultTolerationSeconds",
@@ -84,26 +105,16 @@ pub(crate) mod tests {
     use serde_json::json;
 
     pub(crate) fn pod_create(ns: &str, pod: serde_json::Value) -> Attributes {
+        let name = api::meta::name(&pod).unwrap_or_default().to_string();
         Attributes {
-            operation: Operation::Create,
             kind: Gvk {
                 group: String::new(),
                 version: "v1".into(),
                 kind: "Pod".into(),
             },
-            resource: Gvk {
-                group: String::new(),
-                version: "v1".into(),
-                kind: "pods".into(),
-            },
-            subresource: String::new(),
-            namespace: ns.into(),
-            name: api::meta::name(&pod).unwrap_or_default().to_string(),
             object: Some(pod),
-            old_object: None,
             user: auth::UserInfo::new("alice", ["system:authenticated"]),
-            dry_run: false,
-            options: None,
+            ..Attributes::on(Operation::Create, "", "pods", ns, &name)
         }
     }
 

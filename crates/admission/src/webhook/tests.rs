@@ -107,6 +107,8 @@ fn attrs(op: Operation, ns: &str, plural: &str, sub: &str, object: Option<Value>
         user: auth::UserInfo::new("alice", ["system:authenticated"]),
         dry_run: false,
         options: Some(json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"})),
+        warnings: Default::default(),
+        audit_annotations: Default::default(),
     }
 }
 

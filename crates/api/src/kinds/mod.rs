@@ -138,6 +138,15 @@ pub fn apply_defaults(group: &str, version: &str, kind: &str, obj: &mut Value) {
     defaults::apply(group, version, kind, obj);
 }
 
+/// Why a built-in object may never be deleted: the system PriorityClasses.
+pub fn undeletable(group: &str, kind: &str, name: &str) -> Option<&'static str> {
+    let system = (group, kind) == ("scheduling.k8s.io", "PriorityClass")
+        && validate::misc::SYSTEM_PRIORITY_CLASSES
+            .iter()
+            .any(|(n, _)| *n == name);
+    system.then_some("this is a system priority class and cannot be deleted")
+}
+
 /// Upstream's create validation of a built-in kind (beyond object metadata).
 pub fn validate_create(group: &str, version: &str, kind: &str, obj: &Value) -> Vec<FieldError> {
     validate::create(group, version, kind, obj)

@@ -243,6 +243,11 @@ impl Server {
             name = %info.name,
         );
         let is_watch = info.verb == "watch";
+        // The request's warnings: admission plugins add to them, every answer carries them.
+        let warnings = admission::Warnings::default();
+        req.extensions_mut().insert(warnings.clone());
+        let audit_annotations = admission::AuditAnnotations::default();
+        req.extensions_mut().insert(audit_annotations.clone());
         let fut = tracing::Instrument::instrument(
             self.clone().route(req, info.clone(), query, user),
             span.clone(),
@@ -257,6 +262,16 @@ impl Server {
                 )),
             }
         };
+        let mut resp = resp;
+        crate::http::add_warnings(&mut resp, &warnings.take());
+        let annotations = audit_annotations.take();
+        if let Some(slot) = audit
+            && !annotations.is_empty()
+            && let Ok(mut g) = slot.lock()
+            && let Some(record) = g.as_mut()
+        {
+            crate::audit::Auditor::annotate(record, annotations);
+        }
         let code = resp.status().as_u16();
         self.metrics.observe(&info, code, started.elapsed());
         tracing::debug!(

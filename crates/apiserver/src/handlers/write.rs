@@ -71,17 +71,18 @@ fn validate_options(
 /// (`CreateOptions`, `UpdateOptions`, `PatchOptions`, `DeleteOptions`).
 fn write_options(
     query: &Query,
-    headers: &HeaderMap,
+    req: &Request<crate::http::ReqBody>,
     user: &UserInfo,
     options_kind: &str,
 ) -> Result<WriteOptions, ApiError> {
     validate_options(query, options_kind, Vec::new())?;
-    write_options_unchecked(query, headers, user)
+    write_options_unchecked(query, req.headers(), req.extensions(), user)
 }
 
 fn write_options_unchecked(
     query: &Query,
     headers: &HeaderMap,
+    extensions: &http::Extensions,
     user: &UserInfo,
 ) -> Result<WriteOptions, ApiError> {
     Ok(WriteOptions {
@@ -96,6 +97,15 @@ fn write_options_unchecked(
             .unwrap_or(FieldValidation::Warn),
         apply: false,
         include_uninitialized: query.get("includeUninitialized") == Some("true"),
+        // The request's sink (see `Server::handle`), so warnings reach the response.
+        warnings: extensions
+            .get::<admission::Warnings>()
+            .cloned()
+            .unwrap_or_default(),
+        audit_annotations: extensions
+            .get::<admission::AuditAnnotations>()
+            .cloned()
+            .unwrap_or_default(),
     })
 }
 
@@ -173,7 +183,7 @@ pub(super) async fn create(
     query: &Query,
     user: &UserInfo,
 ) -> Result<Response<Body>, ApiError> {
-    let opts = write_options(query, req.headers(), user, "CreateOptions")?;
+    let opts = write_options(query, &req, user, "CreateOptions")?;
     // A subresource's body is of the subresource's kind (a TokenRequest for
     // serviceaccounts/token, an Eviction for pods/eviction).
     let (api_version, expected_kind) = match subresource.and_then(|s| r.info.subresource(s)) {
@@ -316,7 +326,7 @@ pub(super) async fn update(
     query: &Query,
     user: &UserInfo,
 ) -> Result<Response<Body>, ApiError> {
-    let opts = write_options(query, req.headers(), user, "UpdateOptions")?;
+    let opts = write_options(query, &req, user, "UpdateOptions")?;
     let api_version = r.info.api_version();
     let expected_kind = match subresource.and_then(|s| r.info.subresource(s)) {
         Some(sub) => sub.kind.clone(),
@@ -463,6 +473,7 @@ pub(super) async fn patch(
             "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
         ));
     }
+    let extensions = req.extensions().clone();
     let bytes = read_body(req.into_body()).await?;
     let force = query.flag("force")?;
     let mut patch_errs = Vec::new();
@@ -480,7 +491,7 @@ pub(super) async fn patch(
         ));
     }
     validate_options(query, "PatchOptions", patch_errs)?;
-    let mut opts = write_options_unchecked(query, &headers, user)?;
+    let mut opts = write_options_unchecked(query, &headers, &extensions, user)?;
     opts.apply = ct == ContentType::ApplyPatch;
     let patch_doc = match ct {
         ContentType::ApplyPatch => decode_body(&bytes, ContentType::Yaml, None)?,
@@ -652,7 +663,7 @@ pub(super) async fn delete(
     query: &Query,
     user: &UserInfo,
 ) -> Result<Response<Body>, ApiError> {
-    let mut wopts = write_options(query, req.headers(), user, "DeleteOptions")?;
+    let mut wopts = write_options(query, &req, user, "DeleteOptions")?;
     let (body, headers) = optional_body(req).await?;
     if let Some(b) = &body
         && let Some(d) = b["dryRun"].as_array()
@@ -661,6 +672,10 @@ pub(super) async fn delete(
         wopts.dry_run = true;
     }
     let opts = delete_options(body.as_ref(), query)?;
+    // (Only here: as upstream, a deletecollection is not refused by this check.)
+    if let Some(why) = r.strategy.delete_forbidden(&r.info, name) {
+        return Err(ApiError::forbidden(r.gr(), name, why));
+    }
     let (obj, deleted) = srv.registry.delete(r, ns, name, &opts, &wopts).await?;
     if deleted {
         let status =
@@ -679,7 +694,7 @@ pub(super) async fn delete_collection(
     query: &Query,
     user: &UserInfo,
 ) -> Result<Response<Body>, ApiError> {
-    let wopts = write_options(query, req.headers(), user, "DeleteOptions")?;
+    let wopts = write_options(query, &req, user, "DeleteOptions")?;
     let (body, _) = optional_body(req).await?;
     let opts = delete_options(body.as_ref(), query)?;
     let pred = {

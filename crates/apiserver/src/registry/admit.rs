@@ -78,6 +78,8 @@ impl Registry {
             user: opts.user.clone(),
             dry_run: opts.dry_run,
             options: options(w.operation, opts),
+            warnings: opts.warnings.clone(),
+            audit_annotations: opts.audit_annotations.clone(),
         }
     }
 
@@ -176,6 +178,8 @@ impl Registry {
             field_validation: super::FieldValidation::Ignore,
             apply: false,
             include_uninitialized: true,
+            warnings: Default::default(),
+            audit_annotations: Default::default(),
         }
     }
 }

@@ -65,6 +65,10 @@ pub struct WriteOptions {
     /// `includeUninitialized=true`: the request may see and update objects whose
     /// initializers have not finished, and a create returns without waiting for them.
     pub include_uninitialized: bool,
+    /// The request's warnings (admission plugins add to them).
+    pub warnings: admission::Warnings,
+    /// The request's audit annotations (admission plugins add to them).
+    pub audit_annotations: admission::AuditAnnotations,
 }
 
 /// A served resource.

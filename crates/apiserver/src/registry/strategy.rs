@@ -88,6 +88,11 @@ pub trait Strategy: Send + Sync {
         false
     }
 
+    /// Why the object `name` may never be deleted (upstream's REST `Delete` overrides).
+    fn delete_forbidden(&self, _info: &ResourceInfo, _name: &str) -> Option<&'static str> {
+        None
+    }
+
     /// The OpenAPI schema of a custom resource's version (built-ins use `api::schema`).
     fn openapi_schema(&self) -> Option<&Value> {
         None
@@ -210,6 +215,10 @@ impl Strategy for Builtin {
 
     fn validate_update(&self, info: &ResourceInfo, new: &Value, old: &Value) -> Vec<FieldError> {
         api::kinds::validate_update(&info.group, &info.version, &info.kind, new, old)
+    }
+
+    fn delete_forbidden(&self, info: &ResourceInfo, name: &str) -> Option<&'static str> {
+        api::kinds::undeletable(&info.group, &info.kind, name)
     }
 
     fn fields(&self, obj: &Value) -> Vec<(String, String)> {
@@ -398,6 +407,9 @@ impl Strategy for WithFields {
     }
     fn allow_create_on_update(&self) -> bool {
         self.create_on_update
+    }
+    fn delete_forbidden(&self, info: &ResourceInfo, name: &str) -> Option<&'static str> {
+        self.base.delete_forbidden(info, name)
     }
 }
 

@@ -162,7 +162,41 @@ pub async fn post(
     body: Vec<u8>,
     timeout: Duration,
 ) -> Result<(u16, Vec<u8>), String> {
-    let fail = |e: String| format!("Post {url:?}: {e}");
+    send(
+        tls,
+        http::Method::POST,
+        url,
+        connect,
+        headers,
+        Some(body),
+        timeout,
+    )
+    .await
+}
+
+/// GETs `url` as [`post`] posts (errors worded `Get "<url>": ...`).
+pub async fn get(
+    tls: &Arc<ClientConfig>,
+    url: &str,
+    timeout: Duration,
+) -> Result<(u16, Vec<u8>), String> {
+    send(tls, http::Method::GET, url, None, &[], None, timeout).await
+}
+
+async fn send(
+    tls: &Arc<ClientConfig>,
+    method: http::Method,
+    url: &str,
+    connect: Option<&str>,
+    headers: &[(http::header::HeaderName, String)],
+    body: Option<Vec<u8>>,
+    timeout: Duration,
+) -> Result<(u16, Vec<u8>), String> {
+    let verb = match method {
+        http::Method::GET => "Get",
+        _ => "Post",
+    };
+    let fail = |e: String| format!("{verb} {url:?}: {e}");
     let uri: http::Uri = url.parse().map_err(|e| fail(format!("{e}")))?;
     let https = match uri.scheme_str() {
         Some("https") => true,
@@ -187,16 +221,20 @@ pub async fn post(
         .unwrap_or_else(|| join_host_port(&host, port));
     let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_string();
     let addr = connect.map_or_else(|| join_host_port(&host, port), str::to_string);
-    let mut builder = http::Request::post(path)
+    let mut builder = http::Request::builder()
+        .method(method)
+        .uri(path)
         .header(http::header::HOST, authority)
-        .header(http::header::CONTENT_TYPE, "application/json")
         .header(http::header::ACCEPT, "application/json, */*")
         .header(http::header::USER_AGENT, "rkube-apiserver");
+    if body.is_some() {
+        builder = builder.header(http::header::CONTENT_TYPE, "application/json");
+    }
     for (k, v) in headers {
         builder = builder.header(k, v);
     }
     let request = builder
-        .body(Full::new(Bytes::from(body)))
+        .body(Full::new(Bytes::from(body.unwrap_or_default())))
         .map_err(|e| fail(e.to_string()))?;
     let tls = Arc::clone(tls);
     let call = async move {

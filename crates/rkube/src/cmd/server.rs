@@ -125,6 +125,34 @@ pub struct ServerArgs {
     /// off).
     #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
     pub service_account_extend_token_expiration: bool,
+    /// The OpenID Connect issuer whose ID tokens are accepted as bearer tokens (https).
+    #[arg(long)]
+    pub oidc_issuer_url: Option<String>,
+    /// The client ID ID tokens must be for (their `aud`).
+    #[arg(long)]
+    pub oidc_client_id: Option<String>,
+    /// The CA that signed the issuer's serving certificate (default: the system's roots).
+    #[arg(long)]
+    pub oidc_ca_file: Option<PathBuf>,
+    /// The claim that names the user.
+    #[arg(long, default_value = "sub")]
+    pub oidc_username_claim: String,
+    /// Prefix of OIDC user names (default `<issuer>#` unless the claim is `email`; `-`
+    /// for none).
+    #[arg(long)]
+    pub oidc_username_prefix: Option<String>,
+    /// The claim that lists the user's groups (a string or a list of strings).
+    #[arg(long)]
+    pub oidc_groups_claim: Option<String>,
+    /// Prefix of OIDC group names.
+    #[arg(long, default_value = "")]
+    pub oidc_groups_prefix: String,
+    /// `key=value`: a claim every ID token must have with this value; repeatable.
+    #[arg(long)]
+    pub oidc_required_claim: Vec<String>,
+    /// The signature algorithms accepted (comma list).
+    #[arg(long, value_delimiter = ',', default_value = "RS256")]
+    pub oidc_signing_algs: Vec<String>,
 }
 
 /// Parses Go-style durations: `90s`, `5m`, `1h30m`, `250ms`, or plain seconds.
@@ -213,6 +241,17 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
         api_audiences: args.api_audiences.clone(),
         max_token_expiration: args.service_account_max_token_expiration,
         extend_token_expiration: args.service_account_extend_token_expiration,
+    };
+    config.oidc = apiserver::oidc::Options {
+        issuer_url: args.oidc_issuer_url.clone(),
+        client_id: args.oidc_client_id.clone(),
+        ca_file: args.oidc_ca_file.clone(),
+        username_claim: args.oidc_username_claim.clone(),
+        username_prefix: args.oidc_username_prefix.clone(),
+        groups_claim: args.oidc_groups_claim.clone(),
+        groups_prefix: args.oidc_groups_prefix.clone(),
+        required_claims: args.oidc_required_claim.clone(),
+        signing_algs: args.oidc_signing_algs.clone(),
     };
     config.admission = admission::ChainConfig {
         enable: args.enable_admission_plugins.clone(),

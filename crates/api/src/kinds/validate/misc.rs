@@ -218,17 +218,19 @@ pub(crate) fn pdb(obj: &Value) -> Errs {
 
 const HIGHEST_USER_PRIORITY: i64 = 1_000_000_000;
 
+/// The system classes and their values.
+pub(crate) const SYSTEM_PRIORITY_CLASSES: [(&str, i64); 2] = [
+    ("system-node-critical", 2_000_001_000),
+    ("system-cluster-critical", 2_000_000_000),
+];
+
 pub(crate) fn priority_class(obj: &Value) -> Errs {
     let mut errs = Vec::new();
     let name = super::meta_s(obj, "name");
     let value = int(obj, "value").unwrap_or(0);
     let global = is_true(obj, "globalDefault");
     if name.starts_with("system-") {
-        let known = [
-            ("system-node-critical", 2_000_001_000),
-            ("system-cluster-critical", 2_000_000_000),
-        ];
-        let err = match known.iter().find(|(n, _)| *n == name) {
+        let err = match SYSTEM_PRIORITY_CLASSES.iter().find(|(n, _)| *n == name) {
             Some((n, v)) if *v != value => Some(format!("value of {n} PriorityClass must be {v}")),
             Some((n, _)) if global => {
                 Some(format!("globalDefault of {n} PriorityClass must be false"))

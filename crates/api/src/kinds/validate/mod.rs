@@ -16,7 +16,7 @@ mod apps;
 mod batch;
 mod core;
 mod cron;
-mod misc;
+pub(crate) mod misc;
 mod pod;
 pub mod quantity;
 mod resources;
