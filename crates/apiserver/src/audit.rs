@@ -230,26 +230,143 @@ fn user_json(user: &UserInfo) -> Value {
     crate::registry::virtuals::user_info(user)
 }
 
+/// `--audit-log-maxsize` (MiB), `--audit-log-maxbackup`, `--audit-log-maxage` (days); 0
+/// means no limit (and, for the size, no rotation), as upstream.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rotation {
+    pub max_size_mb: u64,
+    pub max_backups: usize,
+    pub max_age_days: u64,
+}
+
+/// An append-only log file that is rotated as upstream's (lumberjack): when a write would
+/// take it past the maximum size, it is renamed `<name>-<UTC timestamp>.<ext>` beside
+/// itself, a new file is started, and the oldest backups beyond the count or age limits
+/// are removed.
+pub struct RotatingFile {
+    path: std::path::PathBuf,
+    rotation: Rotation,
+    file: std::fs::File,
+    size: u64,
+}
+
+impl RotatingFile {
+    pub fn open(path: &Path, rotation: Rotation) -> std::io::Result<RotatingFile> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        let size = file.metadata()?.len();
+        Ok(RotatingFile {
+            path: path.to_path_buf(),
+            rotation,
+            file,
+            size,
+        })
+    }
+
+    fn stem_and_ext(&self) -> (String, String) {
+        let name = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match name.rsplit_once('.') {
+            Some((stem, ext)) if !stem.is_empty() => (stem.to_string(), format!(".{ext}")),
+            _ => (name, String::new()),
+        }
+    }
+
+    fn rotate(&mut self) -> std::io::Result<()> {
+        let (stem, ext) = self.stem_and_ext();
+        let stamp = jiff::Timestamp::now().strftime("%Y-%m-%dT%H-%M-%S%.3f");
+        let mut backup = self.path.with_file_name(format!("{stem}-{stamp}{ext}"));
+        // Two rotations in one millisecond: never overwrite a backup.
+        let mut n = 1;
+        while backup.exists() {
+            backup = self.path.with_file_name(format!("{stem}-{stamp}.{n}{ext}"));
+            n += 1;
+        }
+        std::fs::rename(&self.path, &backup)?;
+        self.file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)?;
+        self.size = 0;
+        self.prune(&stem, &ext);
+        Ok(())
+    }
+
+    /// Removes the backups beyond `max_backups` (oldest first) and older than
+    /// `max_age_days`.
+    fn prune(&self, stem: &str, ext: &str) {
+        let dir = self
+            .path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        let prefix = format!("{stem}-");
+        let mut backups: Vec<(String, std::path::PathBuf, std::time::SystemTime)> = entries
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let ok = name.starts_with(&prefix)
+                    && name.ends_with(ext)
+                    && name.len() > prefix.len() + ext.len();
+                let modified = e.metadata().and_then(|m| m.modified()).ok()?;
+                ok.then(|| (name, e.path(), modified))
+            })
+            .collect();
+        // Newest first: the timestamps in the names sort as time does.
+        backups.sort_by(|a, b| b.0.cmp(&a.0));
+        let max_age = std::time::Duration::from_secs(self.rotation.max_age_days * 86_400);
+        for (i, (_, path, modified)) in backups.iter().enumerate() {
+            let too_many = self.rotation.max_backups > 0 && i >= self.rotation.max_backups;
+            let too_old =
+                self.rotation.max_age_days > 0 && modified.elapsed().is_ok_and(|age| age > max_age);
+            if (too_many || too_old)
+                && let Err(err) = std::fs::remove_file(path)
+            {
+                tracing::warn!(%err, path = %path.display(), "cannot remove an old audit log");
+            }
+        }
+    }
+}
+
+impl Write for RotatingFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let max = self.rotation.max_size_mb.saturating_mul(1024 * 1024);
+        if max > 0 && self.size > 0 && self.size + buf.len() as u64 > max {
+            self.rotate()?;
+        }
+        let n = self.file.write(buf)?;
+        self.size += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
 impl Auditor {
-    /// Opens the log (appending) with the policy file.
-    pub fn open(policy: &Path, log: &Path) -> Result<Auditor, Error> {
+    /// Opens the log (appending, rotated by `rotation`) with the policy file.
+    pub fn open(policy: &Path, log: &Path, rotation: Rotation) -> Result<Auditor, Error> {
         let text = std::fs::read_to_string(policy)
             .map_err(|e| Error::Config(format!("--audit-policy-file {}: {e}", policy.display())))?;
         let policy = Policy::parse(&text)
             .map_err(|e| Error::Config(format!("--audit-policy-file {}: {e}", policy.display())))?;
-        let out: Box<dyn Write + Send> = if log.as_os_str() == "-" {
-            Box::new(std::io::stdout())
-        } else {
-            Box::new(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(log)
-                    .map_err(|e| {
-                        Error::Config(format!("--audit-log-path {}: {e}", log.display()))
-                    })?,
-            )
-        };
+        let out: Box<dyn Write + Send> =
+            if log.as_os_str() == "-" {
+                Box::new(std::io::stdout())
+            } else {
+                Box::new(RotatingFile::open(log, rotation).map_err(|e| {
+                    Error::Config(format!("--audit-log-path {}: {e}", log.display()))
+                })?)
+            };
         Ok(Auditor {
             policy,
             out: Mutex::new(out),
@@ -422,6 +539,49 @@ impl Auditor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn logs_rotate_and_old_ones_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        let rotation = Rotation {
+            max_size_mb: 1,
+            max_backups: 2,
+            max_age_days: 0,
+        };
+        let mut f = RotatingFile::open(&path, rotation).unwrap();
+        let chunk = vec![b'x'; 300 * 1024];
+        for _ in 0..14 {
+            f.write_all(&chunk).unwrap();
+        }
+        f.flush().unwrap();
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        // 14 chunks of 300 KiB, three to a file: four rotations, two backups kept.
+        assert_eq!(names.len(), 3, "{names:?}");
+        assert!(names.contains(&"audit.log".to_string()));
+        assert!(
+            names
+                .iter()
+                .filter(|n| *n != "audit.log")
+                .all(|n| n.starts_with("audit-") && n.ends_with(".log")),
+            "{names:?}"
+        );
+        for n in &names {
+            let len = std::fs::metadata(dir.path().join(n)).unwrap().len();
+            assert!(len <= 1024 * 1024, "{n}: {len}");
+        }
+        // Without a size, nothing rotates.
+        let other = dir.path().join("plain");
+        let mut f = RotatingFile::open(&other, Rotation::default()).unwrap();
+        for _ in 0..5 {
+            f.write_all(&chunk).unwrap();
+        }
+        assert_eq!(std::fs::metadata(&other).unwrap().len(), 5 * 300 * 1024);
+    }
 
     const POLICY: &str = r#"
 apiVersion: audit.k8s.io/v1

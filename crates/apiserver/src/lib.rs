@@ -101,6 +101,8 @@ pub struct Config {
     /// `--audit-policy-file` and `--audit-log-path` (both needed for an audit log).
     pub audit_policy_file: Option<PathBuf>,
     pub audit_log_path: Option<PathBuf>,
+    /// `--audit-log-maxsize`, `--audit-log-maxbackup`, `--audit-log-maxage`.
+    pub audit_log_rotation: audit::Rotation,
     /// `--service-account-key-file`, `--service-account-signing-key-file`,
     /// `--service-account-issuer`, `--api-audiences`,
     /// `--service-account-max-token-expiration`, `--service-account-extend-token-expiration`.
@@ -131,6 +133,7 @@ impl Config {
             encryption_provider_config: None,
             audit_policy_file: None,
             audit_log_path: None,
+            audit_log_rotation: audit::Rotation::default(),
             service_accounts: serviceaccount::Options::default(),
             oidc: oidc::Options::default(),
         }
@@ -256,7 +259,11 @@ pub async fn start(
     };
     let sa_keys = serviceaccount::Keys::load(&config.service_accounts, &pki.dir)?;
     let audit = match (&config.audit_policy_file, &config.audit_log_path) {
-        (Some(policy), Some(log)) => Some(Arc::new(audit::Auditor::open(policy, log)?)),
+        (Some(policy), Some(log)) => Some(Arc::new(audit::Auditor::open(
+            policy,
+            log,
+            config.audit_log_rotation,
+        )?)),
         (None, Some(_)) => {
             tracing::warn!("--audit-log-path without --audit-policy-file: auditing is off");
             None

@@ -21,7 +21,8 @@ fn pod(name: &str, resources: Value) -> String {
 }
 
 const LIMITS: &str = r#"{"apiVersion":"v1","kind":"LimitRange","metadata":{"name":"limits","namespace":"dev"},
-"spec":{"limits":[{"type":"Container","default":{"cpu":"500m","memory":"128Mi"},"defaultRequest":{"cpu":"100m"},"min":{"cpu":"50m"},"max":{"cpu":"1"}}]}}"#;
+"spec":{"limits":[{"type":"Container","default":{"cpu":"500m","memory":"128Mi"},"defaultRequest":{"cpu":"100m"},"min":{"cpu":"50m"},"max":{"cpu":"1"}},
+{"type":"PersistentVolumeClaim","max":{"storage":"10Gi"}}]}}"#;
 
 #[test]
 fn built_in_plugins() {
@@ -51,6 +52,15 @@ fn built_in_plugins() {
     assert_eq!(
         p["metadata"]["annotations"]["kubernetes.io/limit-ranger"],
         "LimitRanger plugin set: cpu, memory request for container web; cpu, memory limit for container web"
+    );
+    // A claim over the PersistentVolumeClaim maximum.
+    let claim = json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "big", "namespace": "dev"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "20Gi"}}}});
+    let out = server.kubectl_stdin(Some("1.33"), &["create", "-f", "-"], &claim.to_string());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("persistentvolumeclaims \"big\" is forbidden: maximum storage usage per PersistentVolumeClaim is 10Gi, but request is 20Gi"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
     // DefaultTolerationSeconds.
     let tolerations = p["spec"]["tolerations"].as_array().unwrap();
@@ -222,6 +232,73 @@ fn resource_quota_is_exact_under_concurrent_creates() {
     assert!(
         err.contains("Error from server (Forbidden): pods \"two\" is forbidden: exceeded quota: objects, requested: pods=1, used: pods=1, limited: pods=1"),
         "{err}"
+    );
+
+    // Scopes: a BestEffort quota counts only pods without requests or limits; services.
+    k(&["create", "namespace", "scoped"]);
+    k(&[
+        "create",
+        "quota",
+        "best-effort",
+        "-n",
+        "scoped",
+        "--hard=pods=1",
+        "--scopes=BestEffort",
+    ]);
+    k(&[
+        "create",
+        "quota",
+        "lb",
+        "-n",
+        "scoped",
+        "--hard=services.loadbalancers=0",
+    ]);
+    server.wait_for_object(&["get", "serviceaccount", "default", "-n", "scoped"]);
+    k(&["run", "be1", "-n", "scoped", "--image=registry.local/web:1"]);
+    let out = server.kubectl_v(
+        Some("1.33"),
+        &["run", "be2", "-n", "scoped", "--image=registry.local/web:1"],
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "exceeded quota: best-effort, requested: pods=1, used: pods=1, limited: pods=1"
+        ),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let burstable = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "burst", "namespace": "scoped"},
+        "spec": {"containers": [{"name": "c", "image": "registry.local/web:1", "resources": {"requests": {"cpu": "100m"}}}]}});
+    let out = server.kubectl_stdin(Some("1.33"), &["create", "-f", "-"], &burstable.to_string());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    k(&[
+        "create",
+        "service",
+        "clusterip",
+        "inside",
+        "-n",
+        "scoped",
+        "--tcp=80",
+    ]);
+    let out = server.kubectl_v(
+        Some("1.33"),
+        &[
+            "create",
+            "service",
+            "loadbalancer",
+            "outside",
+            "-n",
+            "scoped",
+            "--tcp=80",
+        ],
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("exceeded quota: lb, requested: services.loadbalancers=1, used: services.loadbalancers=0, limited: services.loadbalancers=0"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }
 

@@ -211,3 +211,47 @@ fn audit_log_follows_the_policy() {
         assert!(!text.contains(secret), "{secret} leaked into the audit log");
     }
 }
+
+#[test]
+fn audit_log_rotates_by_size() {
+    let files = tempfile::tempdir().unwrap();
+    let policy = files.path().join("policy.yaml");
+    std::fs::write(&policy, POLICY).unwrap();
+    let logs = files.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let log = logs.join("audit.log");
+    let server = RkubeServer::start_with(&[
+        "--audit-policy-file",
+        policy.to_str().unwrap(),
+        "--audit-log-path",
+        log.to_str().unwrap(),
+        "--audit-log-maxsize=1",
+        "--audit-log-maxbackup=1",
+    ]);
+    // ConfigMaps are logged with their bodies: four of ~400 KiB make ~3 MiB of events.
+    let data = files.path().join("blob");
+    std::fs::write(&data, "x".repeat(400 * 1024)).unwrap();
+    for i in 0..4 {
+        server.kubectl_ok(
+            Some("1.33"),
+            &[
+                "create",
+                "configmap",
+                &format!("big-{i}"),
+                &format!("--from-file=blob={}", data.display()),
+            ],
+        );
+    }
+    let names: Vec<String> = std::fs::read_dir(&logs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 2, "the log and one backup: {names:?}");
+    assert!(names.iter().any(|n| n == "audit.log"), "{names:?}");
+    for n in &names {
+        let len = std::fs::metadata(logs.join(n)).unwrap().len();
+        assert!(len <= 1024 * 1024, "{n}: {len}");
+        // Every file holds whole JSON lines.
+        assert!(!events(&logs.join(n)).is_empty(), "{n}");
+    }
+}

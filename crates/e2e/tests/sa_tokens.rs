@@ -247,11 +247,19 @@ impl Env {
 
     /// The admin's `TokenReview` of `token`: its status.
     fn review(&self, token: &str) -> Value {
-        let body = json!({
+        self.review_for(token, &[])
+    }
+
+    /// The admin's `TokenReview` of `token` for `audiences`: its status.
+    fn review_for(&self, token: &str, audiences: &[&str]) -> Value {
+        let mut body = json!({
             "apiVersion": "authentication.k8s.io/v1",
             "kind": "TokenReview",
             "spec": {"token": token},
         });
+        if !audiences.is_empty() {
+            body["spec"]["audiences"] = json!(audiences);
+        }
         let out = self.admin_stdin(&["create", "-o", "json", "-f", "-"], &body.to_string());
         assert!(out.status.success(), "{}", text(&out));
         serde_json::from_slice::<Value>(&out.stdout).unwrap()["status"].clone()
@@ -446,6 +454,21 @@ fn issued_tokens_authenticate_until_their_objects_go() {
     );
     let both = env.create_token(&["robot", "--audience=vault", &format!("--audience={ISSUER}")]);
     assert!(env.accepted(&both));
+    // A TokenReview for its own audiences (as vault would ask): valid for those the token
+    // has among them.
+    let st = env.review_for(&vault, &["vault", "elsewhere"]);
+    assert_eq!(st["authenticated"], true, "{st}");
+    assert_eq!(st["audiences"], json!(["vault"]), "{st}");
+    let st = env.review_for(&vault, &["elsewhere"]);
+    assert_ne!(st["authenticated"], true, "{st}");
+    assert!(
+        st["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("is invalid for the target audiences [\"elsewhere\"]"),
+        "{st}"
+    );
+    assert_eq!(env.review(&both)["audiences"], json!([ISSUER]));
 
     // Tampered tokens: a changed signature, a changed payload.
     let (rest, sig) = token.rsplit_once('.').unwrap();

@@ -49,6 +49,8 @@ fn answer(path: &str, authorization: Option<&str>, body: &Value) -> (u16, Value)
             let refused = req["object"]["data"].get("forbidden").is_some();
             let response = if refused {
                 json!({"allowed": false, "status": {"code": 403, "message": "the data key \"forbidden\" is not allowed"}})
+            } else if req["object"]["data"].get("suspicious").is_some() {
+                json!({"allowed": true, "warnings": ["the data key \"suspicious\" is deprecated"]})
             } else {
                 json!({"allowed": true})
             };
@@ -277,6 +279,18 @@ fn admission_webhooks_mutate_refuse_and_fail_as_configured() {
     );
     let gone = server.kubectl_v(Some("1.33"), &["get", "configmap", "dry", "-n", "hooked"]);
     assert!(!gone.status.success());
+
+    // A webhook's warning, as the real kubectl shows it.
+    let warned = apply(
+        &server,
+        &configmap("hooked", "warned", json!({}), json!({"suspicious": "x"})),
+    );
+    assert!(warned.status.success(), "{}", err(&warned));
+    assert!(
+        err(&warned).contains("Warning: the data key \"suspicious\" is deprecated"),
+        "{}",
+        err(&warned)
+    );
 
     // The refusal, as the real kubectl shows it.
     let refused = apply(

@@ -1,14 +1,17 @@
 //! `ResourceQuota` (upstream's `plugin/pkg/admission/resourcequota`), for object counts
 //! (`pods`, `configmaps`, `secrets`, `services`, `persistentvolumeclaims`,
-//! `replicationcontrollers`, `resourcequotas`, `count/<resource>[.<group>]`) and pod compute
-//! resources (`requests.cpu`, `requests.memory`, `limits.cpu`, `limits.memory`, `cpu`,
-//! `memory`). A create is charged to every quota of its namespace that limits what it uses:
+//! `replicationcontrollers`, `resourcequotas`, `count/<resource>[.<group>]`), pod compute
+//! resources (`requests.`/`limits.` cpu, memory and ephemeral-storage, hugepages, extended
+//! resources), claim storage (`requests.storage`, per storage class) and services
+//! (`services.loadbalancers`, `services.nodeports`); quotas with scopes (`Terminating`,
+//! `NotTerminating`, `BestEffort`, `NotBestEffort`, `CrossNamespacePodAffinity`, and
+//! `PriorityClass` through `scopeSelector`) track only the pods in them. A create is charged to every quota of its namespace that limits what it uses:
 //! the new usage is written to the quota's `status.used` with a compare-and-swap on the
 //! quota's resourceVersion (retried on conflict), so concurrent creates can never exceed
 //! `hard`; over the limit the create is refused with upstream's message. Deletes give the
 //! usage back the same way. Until the quota controller exists, a quota's usage of a resource
 //! is first counted from the cache when its status does not have it yet. Dry runs charge
-//! nothing. Scopes are not supported yet.
+//! nothing. Updates of claims and services are charged what they add.
 
 use std::collections::BTreeMap;
 
@@ -39,7 +42,43 @@ fn q(v: &Value) -> Option<Quantity> {
     }
 }
 
-/// What one object uses, by quota resource name.
+/// Pod compute resources that quota as `requests.X`, `limits.X` and (requests) `X`.
+const STANDARD_COMPUTE: &[&str] = &["cpu", "memory", "ephemeral-storage"];
+
+/// A pod's requests or limits per resource: the containers' sum, raised to any init
+/// container's own value, plus the pod overhead.
+fn pod_resources(pod: &Value, section: &str) -> BTreeMap<String, Quantity> {
+    let mut total: BTreeMap<String, Quantity> = BTreeMap::new();
+    let containers = |key: &str| -> Vec<BTreeMap<String, Quantity>> {
+        pod["spec"][key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| resource_list(&c["resources"][section]))
+            .collect()
+    };
+    for c in containers("containers") {
+        for (k, v) in c {
+            let sum = total.get(&k).map_or(v, |t| t.add(&v));
+            total.insert(k, sum);
+        }
+    }
+    for c in containers("initContainers") {
+        for (k, v) in c {
+            if total.get(&k).is_none_or(|t| v > *t) {
+                total.insert(k, v);
+            }
+        }
+    }
+    for (k, v) in resource_list(&pod["spec"]["overhead"]) {
+        let sum = total.get(&k).map_or(v, |t| t.add(&v));
+        total.insert(k, sum);
+    }
+    total
+}
+
+/// What one object uses, by quota resource name (upstream's evaluators: object counts,
+/// pod compute resources, claim storage, service load balancers and node ports).
 pub fn usage(group: &str, plural: &str, obj: &Value) -> BTreeMap<String, Quantity> {
     let mut out = BTreeMap::new();
     let one = Quantity::from_int(1);
@@ -49,54 +88,208 @@ pub fn usage(group: &str, plural: &str, obj: &Value) -> BTreeMap<String, Quantit
         format!("count/{plural}.{group}")
     };
     out.insert(count_name, one);
-    if group.is_empty() && CORE_COUNTED.contains(&plural) {
-        out.insert(plural.to_string(), one);
+    if !group.is_empty() {
+        return out;
     }
-    if group.is_empty() && plural == "pods" {
-        let terminal = matches!(
-            obj["status"]["phase"].as_str(),
-            Some("Succeeded" | "Failed")
-        );
-        if terminal {
-            return BTreeMap::new();
-        }
-        for (section, names) in [
-            (
-                "requests",
-                [("cpu", "requests.cpu"), ("memory", "requests.memory")],
-            ),
-            (
-                "limits",
-                [("cpu", "limits.cpu"), ("memory", "limits.memory")],
-            ),
-        ] {
-            for (res, name) in names {
-                let sum = |key: &str| {
-                    obj["spec"][key]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|c| q(&c["resources"][section][res]))
-                        .fold(Quantity::zero(), |a, b| a.add(&b))
-                };
-                let init_max = obj["spec"]["initContainers"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|c| q(&c["resources"][section][res]))
-                    .max()
-                    .unwrap_or_else(Quantity::zero);
-                let total = std::cmp::max(sum("containers"), init_max);
-                if !total.is_zero() {
-                    out.insert(name.to_string(), total);
-                    if section == "requests" {
-                        out.insert(res.to_string(), total);
-                    }
+    match plural {
+        "pods" => {
+            // Terminal pods keep only their object count.
+            let terminal = matches!(
+                obj["status"]["phase"].as_str(),
+                Some("Succeeded" | "Failed")
+            );
+            if terminal {
+                return out;
+            }
+            out.insert("pods".into(), one);
+            let requests = pod_resources(obj, "requests");
+            let limits = pod_resources(obj, "limits");
+            for res in STANDARD_COMPUTE {
+                if let Some(r) = requests.get(*res) {
+                    out.insert(res.to_string(), *r);
+                    out.insert(format!("requests.{res}"), *r);
+                }
+                if let Some(l) = limits.get(*res) {
+                    out.insert(format!("limits.{res}"), *l);
+                }
+            }
+            for (res, r) in &requests {
+                if res.starts_with("hugepages-") {
+                    out.insert(res.clone(), *r);
+                    out.insert(format!("requests.{res}"), *r);
+                } else if res.contains('/') && !res.starts_with("kubernetes.io/") {
+                    // Extended resources quota as requests.<name> only.
+                    out.insert(format!("requests.{res}"), *r);
                 }
             }
         }
+        "persistentvolumeclaims" => {
+            out.insert("persistentvolumeclaims".into(), one);
+            let class = obj["spec"]["storageClassName"]
+                .as_str()
+                .or_else(|| {
+                    obj["metadata"]["annotations"]["volume.beta.kubernetes.io/storage-class"]
+                        .as_str()
+                })
+                .unwrap_or_default();
+            if !class.is_empty() {
+                out.insert(
+                    format!("{class}.storageclass.storage.k8s.io/persistentvolumeclaims"),
+                    one,
+                );
+            }
+            if let Some(storage) = q(&obj["spec"]["resources"]["requests"]["storage"]) {
+                out.insert("requests.storage".into(), storage);
+                if !class.is_empty() {
+                    out.insert(
+                        format!("{class}.storageclass.storage.k8s.io/requests.storage"),
+                        storage,
+                    );
+                }
+            }
+        }
+        "services" => {
+            out.insert("services".into(), one);
+            let ty = obj["spec"]["type"].as_str().unwrap_or("ClusterIP");
+            if ty == "LoadBalancer" {
+                out.insert("services.loadbalancers".into(), one);
+            }
+            if ty == "LoadBalancer" || ty == "NodePort" {
+                let ports = obj["spec"]["ports"].as_array().map_or(0, Vec::len);
+                out.insert(
+                    "services.nodeports".into(),
+                    Quantity::from_int(i64::try_from(ports).unwrap_or(i64::MAX)),
+                );
+            }
+        }
+        p if CORE_COUNTED.contains(&p) => {
+            out.insert(p.to_string(), one);
+        }
+        _ => {}
     }
     out
+}
+
+/// The object kind whose objects use a quota resource name.
+fn counted_resource(resource: &str) -> (String, String) {
+    if let Some(r) = resource.strip_prefix("count/") {
+        return match r.split_once('.') {
+            Some((p, g)) => (g.to_string(), p.to_string()),
+            None => (String::new(), r.to_string()),
+        };
+    }
+    let plural = if CORE_COUNTED.contains(&resource) {
+        resource
+    } else if resource == "requests.storage" || resource.contains(".storageclass.storage.k8s.io/") {
+        "persistentvolumeclaims"
+    } else if resource.starts_with("services.") {
+        "services"
+    } else {
+        "pods"
+    };
+    (String::new(), plural.to_string())
+}
+
+/// A pod's QoS is BestEffort: no container or init container requests or limits cpu or
+/// memory.
+fn best_effort(pod: &Value) -> bool {
+    ["containers", "initContainers"].iter().all(|key| {
+        pod["spec"][*key].as_array().into_iter().flatten().all(|c| {
+            ["requests", "limits"].iter().all(|s| {
+                ["cpu", "memory"]
+                    .iter()
+                    .all(|r| c["resources"][*s][*r].is_null())
+            })
+        })
+    })
+}
+
+fn cross_namespace_affinity(pod: &Value) -> bool {
+    let cross = |term: &Value| {
+        term["namespaces"].as_array().is_some_and(|n| !n.is_empty())
+            || !term["namespaceSelector"].is_null()
+    };
+    ["podAffinity", "podAntiAffinity"].iter().any(|kind| {
+        let a = &pod["spec"]["affinity"][*kind];
+        a["requiredDuringSchedulingIgnoredDuringExecution"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(cross)
+            || a["preferredDuringSchedulingIgnoredDuringExecution"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|w| cross(&w["podAffinityTerm"]))
+    })
+}
+
+/// Whether a pod is in one scope selector requirement (upstream's `podMatchesScopeFunc`).
+fn pod_in_scope(pod: &Value, req: &Value) -> bool {
+    let terminating = pod["spec"]["activeDeadlineSeconds"]
+        .as_i64()
+        .is_some_and(|s| s >= 0);
+    match req["scopeName"].as_str().unwrap_or_default() {
+        "Terminating" => terminating,
+        "NotTerminating" => !terminating,
+        "BestEffort" => best_effort(pod),
+        "NotBestEffort" => !best_effort(pod),
+        "CrossNamespacePodAffinity" => cross_namespace_affinity(pod),
+        "PriorityClass" => {
+            let class = pod["spec"]["priorityClassName"]
+                .as_str()
+                .unwrap_or_default();
+            let values: Vec<&str> = req["values"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            match req["operator"].as_str().unwrap_or_default() {
+                "Exists" => !class.is_empty(),
+                "In" => values.contains(&class),
+                "NotIn" => !values.contains(&class),
+                // The class is always a key of the matched set, even when empty.
+                _ => false,
+            }
+        }
+        _ => false,
+    }
+}
+
+/// Whether a quota tracks `obj`: every scope of `spec.scopes` and `spec.scopeSelector`
+/// matches (scopes only narrow pods; other objects always match).
+fn quota_tracks(quota: &Value, group: &str, plural: &str, obj: &Value) -> bool {
+    if !(group.is_empty() && plural == "pods") {
+        return true;
+    }
+    let from_scopes = quota["spec"]["scopes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| json!({"scopeName": s, "operator": "Exists"}));
+    let from_selector = quota["spec"]["scopeSelector"]["matchExpressions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .cloned();
+    from_scopes
+        .chain(from_selector)
+        .all(|req| pod_in_scope(obj, &req))
+}
+
+/// `a - b` per resource, never below zero, dropping zeros (upstream's
+/// `SubtractWithNonNegativeResult` of an update's usage).
+fn increase(
+    new: &BTreeMap<String, Quantity>,
+    old: &BTreeMap<String, Quantity>,
+) -> BTreeMap<String, Quantity> {
+    new.iter()
+        .filter_map(|(k, v)| {
+            let d = old.get(k).map_or(*v, |o| v.sub(o));
+            (!d.is_negative() && !d.is_zero()).then(|| (k.clone(), d))
+        })
+        .collect()
 }
 
 fn resource_list(v: &Value) -> BTreeMap<String, Quantity> {
@@ -120,6 +313,7 @@ impl ResourceQuota {
         &self,
         a: &Attributes,
         cluster: &dyn Cluster,
+        obj: &Value,
         delta: &BTreeMap<String, Quantity>,
         charge: bool,
     ) -> Result<(), ApiError> {
@@ -127,6 +321,9 @@ impl ResourceQuota {
             let quotas = cluster.list("", "resourcequotas", &a.namespace).await?;
             let mut conflict = false;
             for quota in quotas {
+                if !quota_tracks(&quota, &a.resource.group, &a.resource.kind, obj) {
+                    continue;
+                }
                 let hard = resource_list(&quota["spec"]["hard"]);
                 let tracked: Vec<&String> =
                     delta.keys().filter(|k| hard.contains_key(*k)).collect();
@@ -136,7 +333,7 @@ impl ResourceQuota {
                 let mut used = resource_list(&quota["status"]["used"]);
                 for k in hard.keys() {
                     if !used.contains_key(k) {
-                        used.insert(k.clone(), self.count(a, cluster, k).await?);
+                        used.insert(k.clone(), self.count(a, cluster, &quota, k).await?);
                     }
                 }
                 let mut new_used = used.clone();
@@ -203,26 +400,22 @@ impl ResourceQuota {
         ))
     }
 
-    /// The current usage of a quota resource, counted from the cache.
+    /// The current usage of a quota resource by the objects `quota` tracks, counted from
+    /// the cache.
     async fn count(
         &self,
         a: &Attributes,
         cluster: &dyn Cluster,
+        quota: &Value,
         resource: &str,
     ) -> Result<Quantity, ApiError> {
-        let (group, plural) = match resource.strip_prefix("count/") {
-            Some(r) => match r.split_once('.') {
-                Some((p, g)) => (g.to_string(), p.to_string()),
-                None => (String::new(), r.to_string()),
-            },
-            None if CORE_COUNTED.contains(&resource) => (String::new(), resource.to_string()),
-            None => (String::new(), "pods".to_string()),
-        };
+        let (group, plural) = counted_resource(resource);
         let Ok(objects) = cluster.list(&group, &plural, &a.namespace).await else {
             return Ok(Quantity::zero());
         };
         Ok(objects
             .iter()
+            .filter(|o| quota_tracks(quota, &group, &plural, o))
             .filter_map(|o| usage(&group, &plural, o).get(resource).copied())
             .fold(Quantity::zero(), |x, y| x.add(&y)))
     }
@@ -255,7 +448,10 @@ impl Plugin for ResourceQuota {
         "ResourceQuota"
     }
     fn handles(&self, op: Operation) -> bool {
-        matches!(op, Operation::Create | Operation::Delete)
+        matches!(
+            op,
+            Operation::Create | Operation::Update | Operation::Delete
+        )
     }
     fn validating(&self) -> bool {
         true
@@ -264,16 +460,36 @@ impl Plugin for ResourceQuota {
         if a.namespace.is_empty() || !a.subresource.is_empty() {
             return Ok(());
         }
-        let (obj, charge) = match (a.operation, &a.object, &a.old_object) {
-            (Operation::Create, Some(o), _) => (o, true),
-            (Operation::Delete, _, Some(o)) => (o, false),
+        let (group, plural) = (&a.resource.group, &a.resource.kind);
+        let (obj, delta, charge) = match (a.operation, &a.object, &a.old_object) {
+            (Operation::Create, Some(o), _) => (o, usage(group, plural, o), true),
+            // Updates are charged what they add: a claim resized, a service turned into
+            // a load balancer (pods' resources do not change in place).
+            (Operation::Update, Some(new), Some(old))
+                if group.is_empty()
+                    && matches!(plural.as_str(), "persistentvolumeclaims" | "services") =>
+            {
+                (
+                    new,
+                    increase(&usage(group, plural, new), &usage(group, plural, old)),
+                    true,
+                )
+            }
+            (Operation::Delete, _, Some(o)) => {
+                // Give back what the create charged, whatever phase the pod reached (no
+                // quota controller recalculates usage yet).
+                let mut live = o.clone();
+                if let Some(status) = live.get_mut("status").and_then(Value::as_object_mut) {
+                    status.remove("phase");
+                }
+                (o, usage(group, plural, &live), false)
+            }
             _ => return Ok(()),
         };
-        let delta = usage(&a.resource.group, &a.resource.kind, obj);
         if delta.is_empty() {
             return Ok(());
         }
-        self.apply(a, cluster, &delta, charge).await
+        self.apply(a, cluster, obj, &delta, charge).await
     }
 }
 
@@ -322,6 +538,15 @@ mod tests {
             "pods \"b\" is forbidden: exceeded quota: compute, requested: requests.cpu=700m, used: requests.cpu=400m, limited: requests.cpu=1"
         );
         ResourceQuota.validate(&pod("b", "600m"), &c).await.unwrap();
+        // A scoped quota only sees the pods in its scopes.
+        c.put(
+            "",
+            "resourcequotas",
+            json!({
+                "metadata": {"name": "best-effort", "namespace": "dev"},
+                "spec": {"hard": {"pods": "0"}, "scopes": ["BestEffort"]},
+            }),
+        );
         let e = ResourceQuota
             .validate(&pod("c", "0"), &c)
             .await
@@ -333,5 +558,156 @@ mod tests {
             "{}",
             e.message
         );
+    }
+
+    #[tokio::test]
+    async fn scopes_claims_and_services() {
+        let c = FakeCluster::new();
+        c.put(
+            "",
+            "resourcequotas",
+            json!({
+                "metadata": {"name": "be", "namespace": "dev"},
+                "spec": {"hard": {"pods": "1"}, "scopes": ["BestEffort", "NotTerminating"]},
+            }),
+        );
+        c.put(
+            "",
+            "resourcequotas",
+            json!({
+                "metadata": {"name": "gold", "namespace": "dev"},
+                "spec": {"hard": {"pods": "0"}, "scopeSelector": {"matchExpressions": [
+                    {"scopeName": "PriorityClass", "operator": "In", "values": ["gold"]}]}},
+            }),
+        );
+        c.put(
+            "",
+            "resourcequotas",
+            json!({
+                "metadata": {"name": "storage", "namespace": "dev"},
+                "spec": {"hard": {"requests.storage": "10Gi", "fast.storageclass.storage.k8s.io/persistentvolumeclaims": "1",
+                                  "services.loadbalancers": "1", "services.nodeports": "2"}},
+            }),
+        );
+        let pod = |name: &str, spec: Value| {
+            pod_create("dev", json!({"metadata": {"name": name}, "spec": spec}))
+        };
+        let plain = json!({"containers": [{"name": "c"}]});
+        ResourceQuota
+            .validate(&pod("a", plain.clone()), &c)
+            .await
+            .unwrap();
+        let e = ResourceQuota
+            .validate(&pod("b", plain), &c)
+            .await
+            .unwrap_err();
+        assert!(e.message.contains("exceeded quota: be"), "{}", e.message);
+        // Not best effort, or terminating: outside that quota.
+        let burstable =
+            json!({"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]});
+        ResourceQuota
+            .validate(&pod("c", burstable), &c)
+            .await
+            .unwrap();
+        let terminating = json!({"activeDeadlineSeconds": 30, "containers": [{"name": "c"}]});
+        ResourceQuota
+            .validate(&pod("d", terminating), &c)
+            .await
+            .unwrap();
+        // The gold class is allowed no pods.
+        let gold = json!({"priorityClassName": "gold", "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]});
+        let e = ResourceQuota
+            .validate(&pod("e", gold), &c)
+            .await
+            .unwrap_err();
+        assert!(e.message.contains("exceeded quota: gold"), "{}", e.message);
+
+        let as_kind = |plural: &str, mut a: Attributes| {
+            a.resource.kind = plural.into();
+            a
+        };
+        let claim = |name: &str, size: &str, class: &str| {
+            as_kind(
+                "persistentvolumeclaims",
+                pod_create(
+                    "dev",
+                    json!({"metadata": {"name": name}, "spec": {
+                    "storageClassName": class, "resources": {"requests": {"storage": size}}}}),
+                ),
+            )
+        };
+        ResourceQuota
+            .validate(&claim("c1", "6Gi", "fast"), &c)
+            .await
+            .unwrap();
+        let e = ResourceQuota
+            .validate(&claim("c2", "1Gi", "fast"), &c)
+            .await
+            .unwrap_err();
+        assert!(
+            e.message
+                .contains("requested: fast.storageclass.storage.k8s.io/persistentvolumeclaims=1"),
+            "{}",
+            e.message
+        );
+        let e = ResourceQuota
+            .validate(&claim("c3", "5Gi", "slow"), &c)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e.message,
+            "persistentvolumeclaims \"c3\" is forbidden: exceeded quota: storage, requested: requests.storage=5Gi, used: requests.storage=6Gi, limited: requests.storage=10Gi"
+        );
+        // A resize is charged what it adds.
+        let mut resize = claim("c1", "12Gi", "fast");
+        resize.operation = Operation::Update;
+        resize.old_object = Some(
+            json!({"metadata": {"name": "c1"}, "spec": {"storageClassName": "fast", "resources": {"requests": {"storage": "6Gi"}}}}),
+        );
+        let e = ResourceQuota.validate(&resize, &c).await.unwrap_err();
+        assert!(
+            e.message
+                .contains("requested: requests.storage=6Gi, used: requests.storage=6Gi"),
+            "{}",
+            e.message
+        );
+
+        let service = |name: &str, ty: &str, ports: usize| {
+            let ports: Vec<Value> = (0..ports).map(|i| json!({"port": 80 + i})).collect();
+            as_kind(
+                "services",
+                pod_create(
+                    "dev",
+                    json!({"metadata": {"name": name}, "spec": {"type": ty, "ports": ports}}),
+                ),
+            )
+        };
+        ResourceQuota
+            .validate(&service("lb", "LoadBalancer", 1), &c)
+            .await
+            .unwrap();
+        let e = ResourceQuota
+            .validate(&service("lb2", "LoadBalancer", 1), &c)
+            .await
+            .unwrap_err();
+        assert!(
+            e.message.contains("services.loadbalancers=1"),
+            "{}",
+            e.message
+        );
+        let e = ResourceQuota
+            .validate(&service("np", "NodePort", 2), &c)
+            .await
+            .unwrap_err();
+        assert!(
+            e.message
+                .contains("requested: services.nodeports=2, used: services.nodeports=1"),
+            "{}",
+            e.message
+        );
+        ResourceQuota
+            .validate(&service("cip", "ClusterIP", 3), &c)
+            .await
+            .unwrap();
     }
 }

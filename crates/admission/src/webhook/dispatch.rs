@@ -179,12 +179,22 @@ async fn call(
         .map_err(|e| failed(format!("received invalid webhook response: {e}")))
 }
 
-fn log_answer(hook: &Hook, answer: &Answer) {
+/// Passes a webhook's warnings to the client and its audit annotations (as
+/// `<webhook name>/<key>`, upstream's naming) to the audit event.
+fn record_answer(hook: &Hook, answer: &Answer, a: &Attributes) {
     for w in &answer.warnings {
-        tracing::info!(webhook = %hook.name, warning = %w, "admission webhook warning");
+        a.warnings.add(w.clone());
     }
     for (k, v) in &answer.audit_annotations {
-        tracing::debug!(webhook = %hook.name, key = %k, value = %v, "admission webhook audit annotation");
+        let key = format!("{}/{k}", hook.name);
+        if !api::validation::names::is_qualified_name(&key).is_empty() {
+            tracing::warn!(webhook = %hook.name, key = %k, "admission webhook audit annotation with an invalid key dropped");
+            continue;
+        }
+        a.audit_annotations.add(
+            key,
+            v.as_str().map_or_else(|| v.to_string(), str::to_string),
+        );
     }
 }
 
@@ -227,7 +237,7 @@ impl MutatingWebhook {
         cluster: &dyn Cluster,
     ) -> Result<bool, CallError> {
         let answer = call(self.transport.as_ref(), hook, a, cluster, true).await?;
-        log_answer(hook, &answer);
+        record_answer(hook, &answer, a);
         if !answer.allowed {
             return Err(CallError::Status(rejection(
                 &hook.name,
@@ -439,7 +449,7 @@ impl Plugin for ValidatingWebhook {
         for (hook, result) in futures::future::join_all(calls).await {
             let err = match result {
                 Ok(answer) => {
-                    log_answer(hook, &answer);
+                    record_answer(hook, &answer, a);
                     if answer.allowed {
                         continue;
                     }

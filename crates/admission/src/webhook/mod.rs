@@ -19,14 +19,16 @@
 //! kinds); with `reinvocationPolicy: IfNeeded` a webhook runs a second time when a later
 //! webhook changed the object. Validating webhooks run concurrently.
 //!
+//! The answers' warnings reach the client as `Warning` headers, their audit annotations
+//! the request's audit event as `<webhook name>/<key>`.
+//!
 //! A service reference is resolved through the cluster: to an address of the service's
 //! Endpoints when it has one (no kube-proxy needed), else to its ClusterIP; the TLS name
 //! is `<service>.<namespace>.svc`, as upstream's.
 //!
 //! Not done: `matchConditions` (CEL) are not evaluated (the webhook is called as if they
 //! matched); `matchPolicy: Equivalent` has no other version to match (rkube serves each
-//! built-in resource in one version); audit annotations and response warnings are logged
-//! only (the admission attributes carry neither); the upstream chain-wide reinvocation of
+//! built-in resource in one version); the upstream chain-wide reinvocation of
 //! in-tree plugins is reduced to the webhooks' own second round.
 
 pub mod config;

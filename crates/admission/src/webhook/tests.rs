@@ -253,7 +253,8 @@ async fn mutating_patch_is_applied_and_the_request_is_upstreams() {
             json!({"allowed": true, "patchType": "JSONPatch", "patch": patch_b64(json!([
                 {"op": "add", "path": "/metadata/labels/mutated", "value": "yes"},
                 {"op": "add", "path": "/unknownField", "value": 1},
-            ]))}),
+            ])), "warnings": ["labels were added"],
+            "auditAnnotations": {"mutated": "yes", "Bad Key!": "dropped"}}),
         )
     });
     let p = MutatingWebhook::new(t.clone());
@@ -269,6 +270,12 @@ async fn mutating_patch_is_applied_and_the_request_is_upstreams() {
     let obj = a.object.as_ref().unwrap();
     assert_eq!(obj["metadata"]["labels"]["mutated"], "yes");
     assert!(obj.get("unknownField").is_none(), "{obj}");
+    // The warning reaches the client, the annotation the audit event (under the
+    // webhook's name; an invalid key is dropped).
+    assert_eq!(a.warnings.list(), vec!["labels were added"]);
+    let ann = a.audit_annotations.take();
+    assert_eq!(ann.len(), 1, "{ann:?}");
+    assert_eq!(ann["label.example.com/mutated"], "yes");
 
     let calls = t.calls();
     assert_eq!(calls.len(), 1);

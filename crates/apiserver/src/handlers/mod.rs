@@ -441,7 +441,30 @@ impl Server {
         })
     }
 
-    /// Authenticates a bearer token as a request carrying it would be (`TokenReview`).
+    /// Authenticates a bearer token as a request carrying it would be, for `audiences`
+    /// (none: the API's), as `TokenReview` does: the user and the audiences the token is
+    /// valid for (a service-account token's own among those asked; every asked one for
+    /// authenticators without audiences).
+    pub fn review_token(
+        &self,
+        token: &str,
+        audiences: &[String],
+    ) -> Result<(UserInfo, Vec<String>), String> {
+        match self.sa_tokens.review_token(token, audiences) {
+            (crate::serviceaccount::Verdict::NotOurs, _) => {}
+            (crate::serviceaccount::Verdict::User(mut user), granted) => {
+                if !user.groups.iter().any(|g| g == "system:authenticated") {
+                    user.groups.push("system:authenticated".into());
+                }
+                return Ok((user, granted));
+            }
+            (crate::serviceaccount::Verdict::Rejected(why), _) => return Err(why),
+        }
+        let user = self.authenticate_token(token)?;
+        Ok((user, audiences.to_vec()))
+    }
+
+    /// Authenticates a bearer token as a request carrying it would be.
     pub fn authenticate_token(&self, token: &str) -> Result<UserInfo, String> {
         let mut headers = http::HeaderMap::new();
         let value = HeaderValue::from_str(&format!("Bearer {token}"))

@@ -302,7 +302,7 @@ fn create_virtual(
         return Err(ApiError::bad_request(e.to_string()));
     }
     let now = srv.registry.now();
-    let authenticate_token = |token: &str| srv.authenticate_token(token);
+    let authenticate_token = |token: &str, audiences: &[String]| srv.review_token(token, audiences);
     let ctx = crate::registry::virtuals::Ctx {
         user: &opts.user,
         now: &now,

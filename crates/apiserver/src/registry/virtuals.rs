@@ -20,8 +20,11 @@ pub struct Ctx<'a> {
     pub namespace: &'a str,
     /// The server's authorizer chain.
     pub authz: &'a dyn Authorizer,
-    /// Authenticates a bearer token (for `TokenReview`): the user, or why not.
-    pub authenticate_token: &'a (dyn Fn(&str) -> Result<UserInfo, String> + Send + Sync),
+    /// Authenticates a bearer token for audiences (for `TokenReview`): the user and the
+    /// audiences it is valid for, or why not.
+    #[allow(clippy::type_complexity)]
+    pub authenticate_token:
+        &'a (dyn Fn(&str, &[String]) -> Result<(UserInfo, Vec<String>), String> + Send + Sync),
 }
 
 /// One virtual resource's create.
@@ -354,12 +357,17 @@ impl VirtualResource for TokenReview {
                 &[FieldError::required("spec.token", "")],
             ));
         }
-        let audiences = object["spec"]["audiences"].clone();
-        let status = match (ctx.authenticate_token)(&token) {
-            Ok(user) => {
+        let asked: Vec<String> = object["spec"]["audiences"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a.as_str().map(str::to_string))
+            .collect();
+        let status = match (ctx.authenticate_token)(&token, &asked) {
+            Ok((user, granted)) => {
                 let mut st = json!({"authenticated": true, "user": user_info(&user)});
-                if audiences.as_array().is_some_and(|a| !a.is_empty()) {
-                    st["audiences"] = audiences;
+                if !granted.is_empty() {
+                    st["audiences"] = json!(granted);
                 }
                 st
             }
@@ -396,7 +404,7 @@ mod tests {
     use super::*;
     use auth::rules::PolicyRuleBuilder;
 
-    fn no_tokens(_: &str) -> Result<UserInfo, String> {
+    fn no_tokens(_: &str, _: &[String]) -> Result<(UserInfo, Vec<String>), String> {
         Err("no".into())
     }
 

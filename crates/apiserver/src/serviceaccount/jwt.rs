@@ -184,6 +184,19 @@ fn b64(part: &str) -> Option<Vec<u8>> {
         .ok()
 }
 
+/// The `aud` claim of a token's payload, unverified (call only for a verified token).
+pub fn unverified_audiences(token: &str) -> Vec<String> {
+    let payload = token
+        .split('.')
+        .nth(1)
+        .and_then(b64)
+        .and_then(|p| serde_json::from_slice::<Value>(&p).ok())
+        .unwrap_or_default();
+    Claims::parse(&payload)
+        .map(|c| c.audience)
+        .unwrap_or_default()
+}
+
 /// Go's `%q` of a string list: `["a" "b"]`.
 fn quote_list(list: &[String]) -> String {
     let items: Vec<String> = list.iter().map(|s| format!("{s:?}")).collect();
@@ -523,8 +536,19 @@ fn validate_legacy(
 }
 
 impl Verifier {
-    /// The verdict on `token` at `now_ms`.
+    /// The verdict on `token` at `now_ms`, for the API audiences.
     pub fn authenticate(&self, token: &str, now_ms: i64, objects: &dyn Objects) -> Verdict {
+        self.authenticate_for(token, now_ms, objects, &self.audiences)
+    }
+
+    /// The verdict on `token` at `now_ms` for `audiences` (a `TokenReview`'s own).
+    pub fn authenticate_for(
+        &self,
+        token: &str,
+        now_ms: i64,
+        objects: &dyn Objects,
+        audiences: &[String],
+    ) -> Verdict {
         // Upstream's hasCorrectIssuer: the unverified payload names one of our issuers.
         if token.trim_start().starts_with('{') {
             return Verdict::NotOurs;
@@ -598,18 +622,18 @@ impl Verifier {
         }
         let token_audiences = if claims.audience.is_empty() {
             // Legacy tokens have no audience: they are for the API server.
-            self.audiences.clone()
+            audiences.to_vec()
         } else {
             claims.audience.clone()
         };
         let matching = token_audiences
             .iter()
-            .any(|a| self.audiences.iter().any(|b| a == b));
-        if !matching && !self.audiences.is_empty() {
+            .any(|a| audiences.iter().any(|b| a == b));
+        if !matching && !audiences.is_empty() {
             return Verdict::Rejected(format!(
                 "token audiences {} is invalid for the target audiences {}",
                 quote_list(&token_audiences),
-                quote_list(&self.audiences)
+                quote_list(audiences)
             ));
         }
         let info = if legacy {

@@ -227,6 +227,39 @@ impl Tokens {
             .authenticate(token, self.clock.now_ms(), self.objects.as_ref())
     }
 
+    /// The verdict on a bearer token now for `audiences` (none: the API audiences), with
+    /// the audiences it is valid for: those of the token among the asked ones.
+    pub fn review_token(&self, token: &str, audiences: &[String]) -> (Verdict, Vec<String>) {
+        let asked: &[String] = if audiences.is_empty() {
+            &self.verifier.audiences
+        } else {
+            audiences
+        };
+        let verdict = self.verifier.authenticate_for(
+            token,
+            self.clock.now_ms(),
+            self.objects.as_ref(),
+            asked,
+        );
+        let granted = match &verdict {
+            Verdict::User(_) => {
+                let of_token = jwt::unverified_audiences(token);
+                if of_token.is_empty() {
+                    // Legacy tokens have no audience: they are for the API.
+                    asked.to_vec()
+                } else {
+                    asked
+                        .iter()
+                        .filter(|a| of_token.contains(a))
+                        .cloned()
+                        .collect()
+                }
+            }
+            _ => Vec::new(),
+        };
+        (verdict, granted)
+    }
+
     /// Signs `claims` with the signing key.
     pub fn sign(&self, claims: &Value) -> Result<String, String> {
         self.signer.sign(claims)

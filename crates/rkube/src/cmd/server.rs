@@ -101,6 +101,15 @@ pub struct ServerArgs {
     /// Where audit events go, one JSON line each (`-` for stdout).
     #[arg(long)]
     pub audit_log_path: Option<PathBuf>,
+    /// The audit log's size in MiB at which it is rotated (0: never).
+    #[arg(long, default_value_t = 0)]
+    pub audit_log_maxsize: u64,
+    /// How many rotated audit logs are kept (0: all).
+    #[arg(long, default_value_t = 0)]
+    pub audit_log_maxbackup: usize,
+    /// How many days rotated audit logs are kept (0: forever).
+    #[arg(long, default_value_t = 0)]
+    pub audit_log_maxage: u64,
     /// A PEM file of RSA or ECDSA keys (public or private) that verify service-account
     /// tokens; repeatable. Default: the signing key.
     #[arg(long = "service-account-key-file")]
@@ -234,6 +243,11 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     config.encryption_provider_config = args.encryption_provider_config.clone();
     config.audit_policy_file = args.audit_policy_file.clone();
     config.audit_log_path = args.audit_log_path.clone();
+    config.audit_log_rotation = apiserver::audit::Rotation {
+        max_size_mb: args.audit_log_maxsize,
+        max_backups: args.audit_log_maxbackup,
+        max_age_days: args.audit_log_maxage,
+    };
     config.service_accounts = apiserver::serviceaccount::Options {
         key_files: args.service_account_key_file.clone(),
         signing_key_file: args.service_account_signing_key_file.clone(),

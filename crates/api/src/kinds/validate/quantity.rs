@@ -245,18 +245,28 @@ impl Quantity {
         })
     }
 
+    /// `self + other` in `self`'s format, or `other`'s when `self` is zero (Go's
+    /// `Quantity.Add`).
     pub fn add(&self, other: &Quantity) -> Quantity {
         Quantity {
             nanos: self.nanos.saturating_add(other.nanos),
-            format: self.format,
+            format: if self.nanos == 0 {
+                other.format
+            } else {
+                self.format
+            },
         }
     }
 
-    /// `self - other`.
+    /// `self - other`, with the format chosen as [`Quantity::add`] does.
     pub fn sub(&self, other: &Quantity) -> Quantity {
         Quantity {
             nanos: self.nanos.saturating_sub(other.nanos),
-            format: self.format,
+            format: if self.nanos == 0 {
+                other.format
+            } else {
+                self.format
+            },
         }
     }
 
