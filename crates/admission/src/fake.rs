@@ -57,6 +57,18 @@ impl FakeCluster {
 
 #[async_trait::async_trait]
 impl Cluster for FakeCluster {
+    /// Kinds map to their lower-cased plural (`ConfigMap` → `configmaps`); only
+    /// `Namespace`, `Node` and kinds ending in `Class` are cluster-scoped.
+    async fn resource_for_kind(
+        &self,
+        _group: &str,
+        _version: &str,
+        kind: &str,
+    ) -> Option<(String, bool)> {
+        let namespaced = !matches!(kind, "Namespace" | "Node") && !kind.ends_with("Class");
+        Some((format!("{}s", kind.to_lowercase()), namespaced))
+    }
+
     async fn get(
         &self,
         group: &str,

@@ -14,6 +14,7 @@
 pub mod chain;
 pub mod fake;
 pub mod plugins;
+pub mod policy;
 pub mod webhook;
 
 use api::ApiError;
@@ -228,6 +229,17 @@ pub trait Cluster: Send + Sync {
         plural: &str,
         namespace: &str,
     ) -> Result<Vec<Value>, ApiError>;
+
+    /// The served resource of `group`/`version` `kind`: its plural and whether it is
+    /// namespaced (for a policy's `paramKind`).
+    async fn resource_for_kind(
+        &self,
+        _group: &str,
+        _version: &str,
+        _kind: &str,
+    ) -> Option<(String, bool)> {
+        None
+    }
 
     /// Writes `object` (main resource, or `subresource` such as `status`), failing with a
     /// conflict when its resourceVersion is not the current one. Returns the written object.

@@ -715,3 +715,140 @@ fn pod_security_levels_from_namespace_labels() {
             })
     });
 }
+
+#[test]
+fn validating_admission_policies_with_cel() {
+    let server = RkubeServer::start();
+    let apply =
+        |doc: Value| server.kubectl_stdin(Some("1.33"), &["apply", "-f", "-"], &doc.to_string());
+    let ok = |o: std::process::Output| assert!(o.status.success(), "{}", stderr(&o));
+    ok(apply(json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "max-replicas"},
+        "spec": {
+            "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+                "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]}]},
+            "validations": [{"expression": "object.spec.replicas <= int(params.data.maxReplicas)",
+                "messageExpression": "'replicas must be at most ' + params.data.maxReplicas"}],
+        },
+    })));
+    ok(apply(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "limits", "namespace": "default"}, "data": {"maxReplicas": "3"}})));
+    ok(apply(json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "max-replicas-binding"},
+        "spec": {"policyName": "max-replicas", "validationActions": ["Deny"],
+            "paramRef": {"name": "limits", "namespace": "default", "parameterNotFoundAction": "Deny"}},
+    })));
+    // The policies are read from the watch cache: the first refusal may take a moment.
+    let mut refusal = String::new();
+    testkit::eventually("the policy refuses 5 replicas", || {
+        let o = server.kubectl_v(
+            Some("1.33"),
+            &[
+                "create",
+                "deployment",
+                "big",
+                "--image=registry.local/web:1",
+                "--replicas=5",
+            ],
+        );
+        refusal = stderr(&o);
+        !o.status.success()
+    });
+    assert!(
+        refusal.contains("deployments.apps \"big\" is forbidden: ValidatingAdmissionPolicy 'max-replicas' with binding 'max-replicas-binding' denied request: replicas must be at most 3"),
+        "{refusal}"
+    );
+    ok(server.kubectl_v(
+        Some("1.33"),
+        &[
+            "create",
+            "deployment",
+            "small",
+            "--image=registry.local/web:1",
+            "--replicas=2",
+        ],
+    ));
+    // An update past the limit is refused too (the scale subresource is another resource
+    // for the rules, as upstream).
+    let o = server.kubectl_v(
+        Some("1.33"),
+        &[
+            "patch",
+            "deployment",
+            "small",
+            "-p",
+            r#"{"spec":{"replicas":4}}"#,
+        ],
+    );
+    assert!(
+        !o.status.success() && stderr(&o).contains("replicas must be at most 3"),
+        "{}",
+        stderr(&o)
+    );
+
+    // A Warn binding: created, with kubectl's warning.
+    ok(apply(json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "team-label"},
+        "spec": {
+            "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["deployments"]}]},
+            "validations": [{"expression": "has(object.metadata.labels) && 'team' in object.metadata.labels",
+                "message": "deployments need a team label"}],
+        },
+    })));
+    ok(apply(json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "team-label-warn"},
+        "spec": {"policyName": "team-label", "validationActions": ["Warn"]},
+    })));
+    let mut warned = String::new();
+    testkit::eventually("the warn binding warns", || {
+        let name = format!("w{}", warned.len() % 1000);
+        let o = server.kubectl_v(
+            Some("1.33"),
+            &[
+                "create",
+                "deployment",
+                &name,
+                "--image=registry.local/web:1",
+            ],
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        warned = stderr(&o);
+        warned.contains("Warning:")
+    });
+    assert!(
+        warned.contains("Warning: Validation failed for ValidatingAdmissionPolicy 'team-label' with binding 'team-label-warn': deployments need a team label"),
+        "{warned}"
+    );
+
+    // Tables and validation.
+    let table = server.kubectl_ok(Some("1.33"), &["get", "validatingadmissionpolicies"]);
+    assert!(
+        table.contains("VALIDATIONS") && table.contains("PARAMKIND"),
+        "{table}"
+    );
+    assert!(table.contains("v1/ConfigMap"), "{table}");
+    let table = server.kubectl_ok(Some("1.33"), &["get", "validatingadmissionpolicybindings"]);
+    assert!(
+        table.contains("POLICYNAME") && table.contains("default/limits"),
+        "{table}"
+    );
+    let o = apply(json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "broken"},
+        "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["pods"]}]},
+            "validations": [{"expression": "object.spec.containers.all(c, "}]},
+    }));
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("spec.validations[0].expression: Invalid value: \"object.spec.containers.all(c, \": compilation failed"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -170,6 +170,8 @@ fn admission_webhooks_mutate_refuse_and_fail_as_configured() {
                 "clientConfig": {"url": hooks.url("/validate"), "caBundle": ca_bundle(&ca)},
                 "rules": rules,
                 "namespaceSelector": {"matchLabels": {"webhooks": "on"}},
+                "matchConditions": [{"name": "not-skipped",
+                    "expression": "!has(object.metadata.labels) || !('skip-webhook' in object.metadata.labels)"}],
                 "sideEffects": "None",
                 "admissionReviewVersions": ["v1", "v1beta1"],
             }],
@@ -279,6 +281,19 @@ fn admission_webhooks_mutate_refuse_and_fail_as_configured() {
     );
     let gone = server.kubectl_v(Some("1.33"), &["get", "configmap", "dry", "-n", "hooked"]);
     assert!(!gone.status.success());
+
+    // A CEL matchCondition keeps the validating webhook away from labelled objects.
+    let calls_before = hooks.count(|p, _| p == "/validate");
+    apply_ok(
+        &server,
+        &configmap(
+            "hooked",
+            "skipped",
+            json!({"skip-webhook": "yes"}),
+            json!({"forbidden": "x"}),
+        ),
+    );
+    assert_eq!(hooks.count(|p, _| p == "/validate"), calls_before);
 
     // A webhook's warning, as the real kubectl shows it.
     let warned = apply(

@@ -198,6 +198,12 @@ fn expected_columns(group: &str, plural: &str) -> &'static [&'static str] {
             "admissionregistration.k8s.io",
             "mutatingwebhookconfigurations" | "validatingwebhookconfigurations",
         ) => &["Name", "Webhooks", "Age"],
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies") => {
+            &["Name", "Validations", "ParamKind", "Age"]
+        }
+        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings") => {
+            &["Name", "PolicyName", "ParamRef", "Age"]
+        }
         _ => panic!("no expected columns for {plural}.{group}: add upstream's"),
     }
 }

@@ -86,6 +86,10 @@ pub fn builtin() -> Plugins {
         }),
     );
     p.register(
+        "ValidatingAdmissionPolicy",
+        simple(crate::policy::validating::ValidatingAdmissionPolicy::default),
+    );
+    p.register(
         "TaintNodesByCondition",
         simple(|| nodetaint::TaintNodesByCondition),
     );

@@ -67,20 +67,18 @@ pub struct Hook {
     pub ca_bundle: Vec<u8>,
     /// `reinvocationPolicy: IfNeeded` (mutating webhooks only).
     pub reinvoke_if_needed: bool,
-    /// The number of `matchConditions` (CEL is not evaluated: see [`super`]).
-    pub match_conditions: usize,
+    /// The `matchConditions` expressions (CEL), in order.
+    pub match_conditions: Vec<String>,
 }
 
-fn strings(v: &Value, key: &str) -> Vec<String> {
-    v.get(key)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
+/// The strings of the list `v[key]` (non-strings skipped).
+pub(crate) fn strings(v: &Value, key: &str) -> Vec<String> {
+    v[key]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.as_str().map(str::to_string))
+        .collect()
 }
 
 fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
@@ -154,7 +152,11 @@ fn hook(configuration: &str, uid: String, w: &Value) -> Hook {
         match_conditions: w
             .get("matchConditions")
             .and_then(Value::as_array)
-            .map_or(0, Vec::len),
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.get("expression").and_then(Value::as_str))
+            .map(str::to_string)
+            .collect(),
     }
 }
 

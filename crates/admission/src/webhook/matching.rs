@@ -71,7 +71,7 @@ pub struct NamespaceLabels {
 }
 
 impl NamespaceLabels {
-    async fn get(
+    pub(crate) async fn get(
         &mut self,
         a: &Attributes,
         cluster: &dyn Cluster,
@@ -149,11 +149,53 @@ pub async fn should_call(
         }
     }
     object?;
-    if hook.match_conditions > 0 {
-        tracing::debug!(
-            webhook = %hook.name,
-            "matchConditions are not evaluated (no CEL); the webhook is called"
-        );
+    match_conditions(hook, a)
+}
+
+/// Upstream's webhook `matchConditions`: every condition true calls the webhook, any false
+/// skips it; an error skips it under `failurePolicy: Ignore` and fails the request
+/// otherwise.
+fn match_conditions(hook: &Hook, a: &Attributes) -> Result<bool, ApiError> {
+    if hook.match_conditions.is_empty() {
+        return Ok(true);
     }
-    Ok(true)
+    let object = a.object.clone().unwrap_or(Value::Null);
+    let old_object = a.old_object.clone().unwrap_or(Value::Null);
+    let request = crate::policy::validating::request_value(a);
+    let vars = [
+        ("object", &object),
+        ("oldObject", &old_object),
+        ("request", &request),
+    ];
+    let mut errors = Vec::new();
+    for source in &hook.match_conditions {
+        let result = crate::policy::cel::Expr::compile(source).and_then(|e| {
+            e.eval(&vars)
+                .map_err(|err| format!("expression '{source}' resulted in error: {err}"))
+        });
+        match result {
+            Ok(cel::Value::Bool(false)) => return Ok(false),
+            Ok(cel::Value::Bool(true)) => {}
+            Ok(other) => errors.push(format!("must evaluate to bool but got {other:?}")),
+            Err(e) => errors.push(e),
+        }
+    }
+    if errors.is_empty() {
+        return Ok(true);
+    }
+    if hook.ignore_failures {
+        tracing::warn!(webhook = %hook.name, errors = ?errors, "matchConditions failed; the webhook is skipped");
+        return Ok(false);
+    }
+    let detail = if errors.len() == 1 {
+        errors.remove(0)
+    } else {
+        format!("[{}]", errors.join(", "))
+    };
+    Err(super::review::internal_error(
+        &super::review::calling_error(
+            &hook.name,
+            &format!("failed to evaluate match conditions: {detail}"),
+        ),
+    ))
 }

@@ -26,8 +26,8 @@
 //! Endpoints when it has one (no kube-proxy needed), else to its ClusterIP; the TLS name
 //! is `<service>.<namespace>.svc`, as upstream's.
 //!
-//! Not done: `matchConditions` (CEL) are not evaluated (the webhook is called as if they
-//! matched); `matchPolicy: Equivalent` has no other version to match (rkube serves each
+//! `matchConditions` are CEL (`object`, `oldObject`, `request`; no `authorizer`): all true
+//! calls the webhook. Not done: `matchPolicy: Equivalent` has no other version to match (rkube serves each
 //! built-in resource in one version); the upstream chain-wide reinvocation of
 //! in-tree plugins is reduced to the webhooks' own second round.
 

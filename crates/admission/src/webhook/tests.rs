@@ -809,3 +809,60 @@ async fn source_reparses_only_on_change() {
     let names: Vec<&str> = three.iter().map(|h| h.uid.as_str()).collect();
     assert_eq!(names, ["a-first/b.example.com/0", "v/a.example.com/0"]);
 }
+
+#[tokio::test]
+async fn match_conditions_are_cel() {
+    let c = cluster_with(
+        V,
+        "v",
+        vec![webhook(
+            "cond.example.com",
+            json!({"matchConditions": [
+                {"name": "not-system", "expression": "!request.userInfo.username.startsWith('system:')"},
+                {"name": "labelled", "expression": "has(object.metadata.labels) && 'check' in object.metadata.labels"},
+            ]}),
+        )],
+    );
+    let t = Fake::new(|_, review| allow(review));
+    let p = ValidatingWebhook::new(t.clone());
+    let labelled = attrs(
+        Operation::Create,
+        "default",
+        "configmaps",
+        "",
+        Some(cm("c1", json!({"check": "yes"}), json!({}))),
+    );
+    p.validate(&labelled, &c).await.unwrap();
+    assert_eq!(t.calls().len(), 1);
+    // One condition false: not called.
+    let plain = attrs(
+        Operation::Create,
+        "default",
+        "configmaps",
+        "",
+        Some(cm("c2", json!({}), json!({}))),
+    );
+    p.validate(&plain, &c).await.unwrap();
+    let mut system = labelled.clone();
+    system.user.name = "system:admin".into();
+    p.validate(&system, &c).await.unwrap();
+    assert_eq!(t.calls().len(), 1);
+    // An evaluation error fails closed under the default failure policy.
+    let broken = cluster_with(
+        V,
+        "v",
+        vec![webhook(
+            "broken.example.com",
+            json!({"matchConditions": [{"name": "bad", "expression": "object.nope.deeper == 1"}]}),
+        )],
+    );
+    let p = ValidatingWebhook::new(t.clone());
+    let e = p.validate(&labelled, &broken).await.unwrap_err();
+    assert!(
+        e.message.contains(
+            "failed calling webhook \"broken.example.com\": failed to evaluate match conditions"
+        ),
+        "{}",
+        e.message
+    );
+}

@@ -130,6 +130,8 @@ kinds! {
     ("scheduling.k8s.io", "v1", "PriorityClass") => k::scheduling::v1::PriorityClass,
     ("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration") => k::admissionregistration::v1::MutatingWebhookConfiguration,
     ("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration") => k::admissionregistration::v1::ValidatingWebhookConfiguration,
+    ("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicy") => k::admissionregistration::v1::ValidatingAdmissionPolicy,
+    ("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicyBinding") => k::admissionregistration::v1::ValidatingAdmissionPolicyBinding,
     ("apiextensions.k8s.io", "v1", "CustomResourceDefinition") => apiext::CustomResourceDefinition,
 }
 

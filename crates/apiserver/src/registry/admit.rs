@@ -222,6 +222,18 @@ impl admission::Cluster for Registry {
             .collect())
     }
 
+    async fn resource_for_kind(
+        &self,
+        group: &str,
+        version: &str,
+        kind: &str,
+    ) -> Option<(String, bool)> {
+        self.all()
+            .iter()
+            .find(|r| r.info.group == group && r.info.version == version && r.info.kind == kind)
+            .map(|r| (r.info.plural.clone(), r.info.namespaced))
+    }
+
     async fn update(
         &self,
         group: &str,

@@ -210,11 +210,25 @@ impl Strategy for Builtin {
     }
 
     fn validate(&self, info: &ResourceInfo, obj: &Value) -> Vec<FieldError> {
-        api::kinds::validate_create(&info.group, &info.version, &info.kind, obj)
+        let mut errs = api::kinds::validate_create(&info.group, &info.version, &info.kind, obj);
+        // Admission policies carry CEL, which the admission crate compiles.
+        errs.extend(admission::policy::validation::validate(
+            &info.group,
+            &info.kind,
+            obj,
+        ));
+        errs
     }
 
     fn validate_update(&self, info: &ResourceInfo, new: &Value, old: &Value) -> Vec<FieldError> {
-        api::kinds::validate_update(&info.group, &info.version, &info.kind, new, old)
+        let mut errs =
+            api::kinds::validate_update(&info.group, &info.version, &info.kind, new, old);
+        errs.extend(admission::policy::validation::validate(
+            &info.group,
+            &info.kind,
+            new,
+        ));
+        errs
     }
 
     fn delete_forbidden(&self, info: &ResourceInfo, name: &str) -> Option<&'static str> {

@@ -371,6 +371,120 @@ pub(crate) const VALIDATING_WEBHOOK_CONFIGURATION: Printer = Printer {
     row: webhook_row,
 };
 
+pub(crate) const VALIDATING_ADMISSION_POLICY: Printer = Printer {
+    columns: &[
+        NAME,
+        col(
+            "Validations",
+            "integer",
+            "Validations indicates the number of validation rules defined in this configuration",
+        ),
+        col(
+            "ParamKind",
+            "string",
+            "ParamKind specifies the kind of resources used to parameterize this policy",
+        ),
+        AGE,
+    ],
+    row: validating_admission_policy_row,
+};
+
+fn validating_admission_policy_row(obj: &Value, ctx: &Ctx) -> Row {
+    let pk = &obj["spec"]["paramKind"];
+    let param_kind = if pk.is_object() {
+        format!(
+            "{}/{}",
+            pk["apiVersion"].as_str().unwrap_or_default(),
+            pk["kind"].as_str().unwrap_or_default()
+        )
+    } else {
+        "<unset>".to_string()
+    };
+    vec![
+        s(name(obj)),
+        n(list(obj, &["spec", "validations"]).len()),
+        s(param_kind),
+        s(ctx.age(obj)),
+    ]
+    .into()
+}
+
+pub(crate) const VALIDATING_ADMISSION_POLICY_BINDING: Printer = Printer {
+    columns: &[
+        NAME,
+        col(
+            "PolicyName",
+            "string",
+            "PolicyName indicates the policy definition which the policy binding binded to",
+        ),
+        col(
+            "ParamRef",
+            "string",
+            "ParamRef indicates the param resource which sets the configration param",
+        ),
+        AGE,
+    ],
+    row: validating_admission_policy_binding_row,
+};
+
+/// Go's `%v` of a `metav1.LabelSelector` (its generated `String()`).
+fn go_label_selector(sel: &Value) -> String {
+    let labels: Vec<String> = sel["matchLabels"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}: {},", v.as_str().unwrap_or_default()))
+        .collect();
+    let exprs: Vec<String> = sel["matchExpressions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            let values: Vec<&str> = e["values"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            format!(
+                "LabelSelectorRequirement{{Key:{},Operator:{},Values:[{}],}},",
+                e["key"].as_str().unwrap_or_default(),
+                e["operator"].as_str().unwrap_or_default(),
+                values.join(" ")
+            )
+        })
+        .collect();
+    format!(
+        "&LabelSelector{{MatchLabels:map[string]string{{{}}},MatchExpressions:[]LabelSelectorRequirement{{{}}},}}",
+        labels.join(""),
+        exprs.join("")
+    )
+}
+
+fn validating_admission_policy_binding_row(obj: &Value, ctx: &Ctx) -> Row {
+    let pr = &obj["spec"]["paramRef"];
+    let name_ref = pr["name"].as_str().unwrap_or_default();
+    let param_ref = if !pr.is_object() {
+        "<unset>".to_string()
+    } else if !name_ref.is_empty() {
+        match pr["namespace"].as_str().filter(|n| !n.is_empty()) {
+            Some(ns) => format!("{ns}/{name_ref}"),
+            None => format!("*/{name_ref}"),
+        }
+    } else if pr["selector"].is_object() {
+        go_label_selector(&pr["selector"])
+    } else {
+        "<unset>".to_string()
+    };
+    vec![
+        s(name(obj)),
+        s(string(obj, &["spec", "policyName"])),
+        s(param_ref),
+        s(ctx.age(obj)),
+    ]
+    .into()
+}
+
 const CERTIFICATE_SIGNING_REQUEST_COLUMNS: &[Col] = &[
     NAME,
     AGE,

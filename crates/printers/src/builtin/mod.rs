@@ -189,6 +189,12 @@ pub(crate) fn lookup(group: &str, kind: &str) -> Option<&'static Printer> {
         ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
             &cluster::VALIDATING_WEBHOOK_CONFIGURATION
         }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            &cluster::VALIDATING_ADMISSION_POLICY
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            &cluster::VALIDATING_ADMISSION_POLICY_BINDING
+        }
         ("certificates.k8s.io", "CertificateSigningRequest") => {
             &cluster::CERTIFICATE_SIGNING_REQUEST
         }

@@ -91,6 +91,22 @@ pub(crate) fn apply(group: &str, kind: &str, obj: &mut Value) {
         ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
             super::webhooks::webhook_configuration(obj, false)
         }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+                default_if_absent(spec, "failurePolicy", json!("Fail"));
+                if let Some(m) = spec.get_mut("matchConstraints") {
+                    match_resources(m);
+                }
+            }
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            if let Some(m) = obj
+                .get_mut("spec")
+                .and_then(|s| s.get_mut("matchResources"))
+            {
+                match_resources(m);
+            }
+        }
         _ => {}
     }
     wire_zero_status(group, kind, obj);
@@ -572,6 +588,24 @@ fn merge_string_data(m: &mut Map<String, Value>) {
                 k,
                 json!(base64::engine::general_purpose::STANDARD.encode(text)),
             );
+        }
+    }
+}
+
+/// `SetDefaults_MatchResources`: `matchPolicy: Equivalent`, empty selectors, and `scope: *`
+/// on every rule.
+fn match_resources(m: &mut Value) {
+    let Some(m) = m.as_object_mut() else {
+        return;
+    };
+    default_if_absent(m, "matchPolicy", json!("Equivalent"));
+    default_if_absent(m, "namespaceSelector", json!({}));
+    default_if_absent(m, "objectSelector", json!({}));
+    for key in ["resourceRules", "excludeResourceRules"] {
+        if let Some(rules) = m.get_mut(key).and_then(Value::as_array_mut) {
+            for r in rules.iter_mut().filter_map(Value::as_object_mut) {
+                default_if_absent(r, "scope", json!("*"));
+            }
         }
     }
 }
