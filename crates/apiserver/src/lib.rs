@@ -22,6 +22,7 @@ pub mod nsdefaults;
 pub mod oidc;
 pub mod openapi;
 pub mod pki;
+pub mod quotas;
 pub mod registry;
 pub mod requestinfo;
 mod selectors;
@@ -383,6 +384,7 @@ pub async fn start(
         ca_pem,
         system_write_options(),
     ));
+    tokio::spawn(quotas::run(Arc::clone(&registry), system_write_options()));
     srv.ready.store(true, Ordering::SeqCst);
     let compactor = (!config.compaction_interval.is_zero())
         .then(|| store::spawn_compactor(Arc::clone(&store), config.compaction_interval));

@@ -221,6 +221,29 @@ fn resource_quota_is_exact_under_concurrent_creates() {
         .to_string();
     k(&["delete", &first, "-n", "q"]);
     assert_eq!(used("configmaps"), "5");
+    // A create that admission charged but the store refused (the name is taken) gives
+    // its usage back once the quota is recounted.
+    let taken = names
+        .lines()
+        .nth(1)
+        .unwrap()
+        .trim_start_matches("configmap/")
+        .to_string();
+    let out = server.kubectl_v(Some("1.33"), &["create", "configmap", &taken, "-n", "q"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("already exists"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // (Usage is lowered once the quota has been quiet for 20 s.)
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while used("configmaps") != "5" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the quota was never recounted"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
     // Pods: upstream's message through kubectl run.
     k(&["run", "one", "-n", "q", "--image=registry.local/web:1"]);
     let out = server.kubectl_v(
@@ -253,6 +276,18 @@ fn resource_quota_is_exact_under_concurrent_creates() {
         "scoped",
         "--hard=services.loadbalancers=0",
     ]);
+    // A new quota shows its usage without waiting for a charge.
+    testkit::eventually("the new quota's status", || {
+        k(&[
+            "get",
+            "quota",
+            "lb",
+            "-n",
+            "scoped",
+            "-o",
+            "jsonpath={.status.used.services\\.loadbalancers}",
+        ]) == "0"
+    });
     server.wait_for_object(&["get", "serviceaccount", "default", "-n", "scoped"]);
     k(&["run", "be1", "-n", "scoped", "--image=registry.local/web:1"]);
     let out = server.kubectl_v(

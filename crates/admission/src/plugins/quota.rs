@@ -421,6 +421,48 @@ impl ResourceQuota {
     }
 }
 
+/// Upstream's quota controller, one quota at a time: the quota with its `status.hard` and
+/// `status.used` recounted from the objects it tracks, or `None` when the status is
+/// already right. Usage charged by a create that then failed (a name taken, a later
+/// plugin's refusal) is given back this way.
+pub async fn recalculate(quota: &Value, cluster: &dyn Cluster) -> Result<Option<Value>, ApiError> {
+    let namespace = api::meta::namespace(quota).unwrap_or_default().to_string();
+    let hard = resource_list(&quota["spec"]["hard"]);
+    let mut lists: BTreeMap<(String, String), Vec<Value>> = BTreeMap::new();
+    let mut used = serde_json::Map::new();
+    for resource in hard.keys() {
+        let (group, plural) = counted_resource(resource);
+        let key = (group.clone(), plural.clone());
+        if let std::collections::btree_map::Entry::Vacant(e) = lists.entry(key.clone()) {
+            e.insert(
+                cluster
+                    .list(&group, &plural, &namespace)
+                    .await
+                    .unwrap_or_default(),
+            );
+        }
+        let total = lists[&key]
+            .iter()
+            .filter(|o| quota_tracks(quota, &group, &plural, o))
+            .filter_map(|o| usage(&group, &plural, o).get(resource).copied())
+            .fold(Quantity::zero(), |x, y| x.add(&y));
+        used.insert(resource.clone(), json!(total.canonical()));
+    }
+    let status = json!({"hard": quota["spec"]["hard"].clone(), "used": used});
+    let same = |a: &Value, b: &Value| {
+        resource_list(a) == resource_list(b)
+            && a.as_object().map(serde_json::Map::len) == b.as_object().map(serde_json::Map::len)
+    };
+    if same(&quota["status"]["hard"], &status["hard"])
+        && same(&quota["status"]["used"], &status["used"])
+    {
+        return Ok(None);
+    }
+    let mut updated = quota.clone();
+    updated["status"] = status;
+    Ok(Some(updated))
+}
+
 /// Lets other tasks run between conflict retries.
 async fn tokio_free_yield() {
     struct Yield(bool);
@@ -558,6 +600,35 @@ mod tests {
             "{}",
             e.message
         );
+    }
+
+    #[tokio::test]
+    async fn recalculation_counts_what_exists() {
+        let c = FakeCluster::new();
+        let quota = json!({
+            "metadata": {"name": "q", "namespace": "dev"},
+            "spec": {"hard": {"configmaps": "5", "pods": "3", "requests.cpu": "2"}, "scopes": ["NotTerminating"]},
+            "status": {"hard": {"configmaps": "5", "pods": "3", "requests.cpu": "2"}, "used": {"configmaps": "4", "pods": "0", "requests.cpu": "0"}},
+        });
+        c.put(
+            "",
+            "configmaps",
+            json!({"metadata": {"name": "a", "namespace": "dev"}}),
+        );
+        c.put(
+            "",
+            "configmaps",
+            json!({"metadata": {"name": "b", "namespace": "other"}}),
+        );
+        c.put("", "pods", json!({"metadata": {"name": "p", "namespace": "dev"}, "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "500m"}}}]}}));
+        c.put("", "pods", json!({"metadata": {"name": "t", "namespace": "dev"}, "spec": {"activeDeadlineSeconds": 5, "containers": [{"name": "c"}]}}));
+        let updated = recalculate(&quota, &c).await.unwrap().unwrap();
+        assert_eq!(
+            updated["status"]["used"],
+            json!({"configmaps": "1", "pods": "1", "requests.cpu": "500m"})
+        );
+        // Already right: nothing to write.
+        assert!(recalculate(&updated, &c).await.unwrap().is_none());
     }
 
     #[tokio::test]
