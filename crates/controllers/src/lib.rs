@@ -4,5 +4,6 @@
 //! feed them from informers and carry the actions out through the API server come with the
 //! rest of issue 5.
 
+pub mod deployment;
 pub mod pods;
 pub mod replicaset;
