@@ -7,3 +7,4 @@
 pub mod deployment;
 pub mod pods;
 pub mod replicaset;
+pub mod run;

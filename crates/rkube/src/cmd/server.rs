@@ -35,6 +35,9 @@ pub struct ServerArgs {
     /// Run only the control plane, no local node.
     #[arg(long)]
     pub disable_agent: bool,
+    /// Do not run the controller manager's controllers in this process.
+    #[arg(long)]
+    pub disable_controller_manager: bool,
     /// Extra names or addresses for the serving certificate.
     #[arg(long = "tls-san")]
     pub tls_san: Vec<String>,
@@ -278,12 +281,32 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
         running.url,
         running.kubeconfig.display()
     );
+    if !args.disable_controller_manager {
+        let kubeconfig = args.data_dir.join("controller.kubeconfig");
+        tokio::spawn(async move {
+            if let Err(e) = run_controllers(&kubeconfig).await {
+                tracing::error!(error = %e, "the controller manager could not start");
+            }
+        });
+    }
     if !args.disable_agent {
         tracing::warn!("the local node agent is not available yet; running the control plane only");
     }
     shutdown_signal().await;
     tracing::info!("shutting down");
     running.stop().await;
+    Ok(())
+}
+
+/// The controllers of the controller manager, in this process, as upstream's
+/// kube-controller-manager with `--use-service-account-credentials`: informers under the
+/// controller manager's identity, writes as each controller's service account.
+async fn run_controllers(kubeconfig: &std::path::Path) -> anyhow::Result<()> {
+    let reader = controllers::run::client_from(kubeconfig).await?;
+    let writer =
+        controllers::run::controller_client(&reader, kubeconfig, "replicaset-controller").await?;
+    tracing::info!("controller manager: replicaset controller started");
+    controllers::run::run_replicasets(reader, writer, 5).await;
     Ok(())
 }
 

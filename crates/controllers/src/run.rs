@@ -1,0 +1,396 @@
+//! The ReplicaSet controller's loop: shared informers (kube-runtime reflectors over the
+//! controller manager's identity), a deduplicating work queue of ReplicaSet keys, and
+//! workers that run [`crate::replicaset`]'s pure logic and carry out its actions through
+//! the API server as the `kube-system/replicaset-controller` service account (upstream's
+//! `--use-service-account-credentials`), with expectations so a lagging cache never
+//! makes it create twice.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::watcher;
+use kube::{Client, Config};
+use runtime::expectations::Expectations;
+use runtime::workqueue::WorkQueue;
+use serde_json::{Value, json};
+
+use crate::replicaset::{self, Manage};
+
+/// Why a controller could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("kubeconfig {0}: {1}")]
+    Kubeconfig(String, String),
+    #[error("client: {0}")]
+    Client(#[from] kube::Error),
+}
+
+/// A client of the API server from a kubeconfig file.
+pub async fn client_from(kubeconfig: &Path) -> Result<Client, Error> {
+    let text = kube::config::Kubeconfig::read_from(kubeconfig)
+        .map_err(|e| Error::Kubeconfig(kubeconfig.display().to_string(), e.to_string()))?;
+    let config = Config::from_custom_kubeconfig(text, &Default::default())
+        .await
+        .map_err(|e| Error::Kubeconfig(kubeconfig.display().to_string(), e.to_string()))?;
+    Ok(Client::try_from(config)?)
+}
+
+/// A client acting as the service account `kube-system/<name>` (created if missing),
+/// with a token requested through `manager` (upstream's `SAControllerClientBuilder`).
+pub async fn controller_client(
+    manager: &Client,
+    kubeconfig: &Path,
+    name: &str,
+) -> Result<Client, Error> {
+    let accounts: Api<ServiceAccount> = Api::namespaced(manager.clone(), "kube-system");
+    if accounts.get_opt(name).await?.is_none() {
+        let sa: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": name}}))
+            .map_err(|e| Error::Kubeconfig(name.into(), e.to_string()))?;
+        match accounts.create(&PostParams::default(), &sa).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let request = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+        "spec": {"expirationSeconds": 60 * 60 * 24 * 365}});
+    let body =
+        serde_json::to_vec(&request).map_err(|e| Error::Kubeconfig(name.into(), e.to_string()))?;
+    let req = http::Request::post(format!(
+        "/api/v1/namespaces/kube-system/serviceaccounts/{name}/token"
+    ))
+    .header("content-type", "application/json")
+    .body(body)
+    .map_err(|e| Error::Kubeconfig(name.into(), e.to_string()))?;
+    let answer: Value = manager.request(req).await?;
+    let token = answer["status"]["token"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let text = kube::config::Kubeconfig::read_from(kubeconfig)
+        .map_err(|e| Error::Kubeconfig(kubeconfig.display().to_string(), e.to_string()))?;
+    let mut config = Config::from_custom_kubeconfig(text, &Default::default())
+        .await
+        .map_err(|e| Error::Kubeconfig(kubeconfig.display().to_string(), e.to_string()))?;
+    config.auth_info = kube::config::AuthInfo {
+        token: Some(token.into()),
+        ..Default::default()
+    };
+    Ok(Client::try_from(config)?)
+}
+
+fn key_of(ns: &str, name: &str) -> String {
+    format!("{ns}/{name}")
+}
+
+/// The shared state of the loop.
+struct Shared {
+    replicasets: Store<ReplicaSet>,
+    pods: Store<Pod>,
+    queue: WorkQueue<String>,
+    expectations: Mutex<Expectations>,
+    writer: Client,
+}
+
+impl Shared {
+    fn expectations(&self) -> std::sync::MutexGuard<'_, Expectations> {
+        match self.expectations.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// The ReplicaSets a pod event concerns: its controller, or (an orphan) every
+    /// ReplicaSet of its namespace whose selector matches it.
+    fn owners_of(&self, pod: &Value) -> Vec<String> {
+        let ns = pod["metadata"]["namespace"].as_str().unwrap_or_default();
+        if let Some(owner) = crate::pods::controller_of(pod) {
+            if owner["kind"] == "ReplicaSet" {
+                return vec![key_of(ns, owner["name"].as_str().unwrap_or_default())];
+            }
+            return Vec::new();
+        }
+        self.replicasets
+            .state()
+            .iter()
+            .filter_map(|rs| serde_json::to_value(rs.as_ref()).ok())
+            .filter(|rs| rs["metadata"]["namespace"] == ns)
+            .filter(|rs| {
+                api::selector::LabelSelector::from_label_selector(&rs["spec"]["selector"])
+                    .is_ok_and(|s| !s.is_empty() && s.matches_object(pod))
+            })
+            .map(|rs| key_of(ns, rs["metadata"]["name"].as_str().unwrap_or_default()))
+            .collect()
+    }
+}
+
+/// Runs the ReplicaSet controller with `workers` workers until the process ends.
+pub async fn run_replicasets(reader: Client, writer: Client, workers: usize) {
+    let (rs_store, rs_writer) = reflector::store::<ReplicaSet>();
+    let (pod_store, pod_writer) = reflector::store::<Pod>();
+    let shared = Arc::new(Shared {
+        replicasets: rs_store,
+        pods: pod_store,
+        queue: WorkQueue::new(),
+        expectations: Mutex::new(Expectations::default()),
+        writer,
+    });
+    let rs_events = reflector::reflector(
+        rs_writer,
+        watcher(
+            Api::<ReplicaSet>::all(reader.clone()),
+            watcher::Config::default(),
+        ),
+    );
+    let pod_events = reflector::reflector(
+        pod_writer,
+        watcher(Api::<Pod>::all(reader), watcher::Config::default()),
+    );
+    let s = Arc::clone(&shared);
+    tokio::spawn(async move {
+        let mut events = std::pin::pin!(rs_events);
+        while let Some(e) = events.next().await {
+            match e {
+                Ok(watcher::Event::Apply(rs) | watcher::Event::InitApply(rs)) => {
+                    let ns = rs.metadata.namespace.clone().unwrap_or_default();
+                    let name = rs.metadata.name.clone().unwrap_or_default();
+                    s.queue.add(key_of(&ns, &name));
+                }
+                Ok(watcher::Event::Delete(rs)) => {
+                    let ns = rs.metadata.namespace.clone().unwrap_or_default();
+                    let name = rs.metadata.name.clone().unwrap_or_default();
+                    s.expectations().delete(&key_of(&ns, &name));
+                }
+                Ok(_) => {}
+                Err(e) => tracing::debug!(error = %e, "replicaset watch"),
+            }
+        }
+    });
+    let s = Arc::clone(&shared);
+    tokio::spawn(async move {
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut events = std::pin::pin!(pod_events);
+        while let Some(e) = events.next().await {
+            let (pod, deleted) = match e {
+                Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => (p, false),
+                Ok(watcher::Event::Delete(p)) => (p, true),
+                Ok(_) => continue,
+                Err(e) => {
+                    tracing::debug!(error = %e, "pod watch");
+                    continue;
+                }
+            };
+            let Ok(value) = serde_json::to_value(&pod) else {
+                continue;
+            };
+            let uid = pod.metadata.uid.clone().unwrap_or_default();
+            let pod_key = key_of(
+                pod.metadata.namespace.as_deref().unwrap_or_default(),
+                pod.metadata.name.as_deref().unwrap_or_default(),
+            );
+            let owners = s.owners_of(&value);
+            {
+                let mut exp = s.expectations();
+                for owner in &owners {
+                    if deleted {
+                        exp.deletion_observed(owner, &pod_key);
+                    } else if !seen.contains(&uid) {
+                        exp.creation_observed(owner);
+                    }
+                    // A pod going away (being deleted) also fulfils a deletion.
+                    if !deleted && pod.metadata.deletion_timestamp.is_some() {
+                        exp.deletion_observed(owner, &pod_key);
+                    }
+                }
+            }
+            if deleted {
+                seen.remove(&uid);
+            } else {
+                seen.insert(uid);
+            }
+            for owner in owners {
+                s.queue.add(owner);
+            }
+        }
+    });
+    let _ = shared.replicasets.wait_until_ready().await;
+    let _ = shared.pods.wait_until_ready().await;
+    for _ in 0..workers.max(1) {
+        let s = Arc::clone(&shared);
+        tokio::spawn(async move {
+            while let Some(key) = s.queue.get().await {
+                let span = tracing::debug_span!("reconcile", controller = "replicaset", %key);
+                let result = tracing::Instrument::instrument(sync(&s, &key), span).await;
+                match result {
+                    Ok(()) => s.queue.forget(&key),
+                    Err(e) => {
+                        tracing::info!(%key, error = %e, "replicaset sync failed; retrying");
+                        s.queue.add_rate_limited(key.clone());
+                    }
+                }
+                s.queue.done(&key);
+            }
+        });
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// One `syncReplicaSet`.
+async fn sync(s: &Shared, key: &str) -> Result<(), kube::Error> {
+    let (ns, name) = key.split_once('/').unwrap_or(("", key));
+    let Some(rs) = s.replicasets.get(&ObjectRef::new(name).within(ns)) else {
+        s.expectations().delete(key);
+        return Ok(());
+    };
+    let Ok(rs) = serde_json::to_value(rs.as_ref()) else {
+        return Ok(());
+    };
+    let pods: Vec<Value> = s
+        .pods
+        .state()
+        .iter()
+        .filter(|p| p.metadata.namespace.as_deref() == Some(ns))
+        .filter_map(|p| serde_json::to_value(p.as_ref()).ok())
+        .collect();
+    let needs_sync = s.expectations().satisfied(key, Instant::now());
+    let claim = replicaset::claim(&rs, &pods);
+    let pods_api: Api<Pod> = Api::namespaced(s.writer.clone(), ns);
+    let rs_uid = rs["metadata"]["uid"].clone();
+    for pod in &claim.adopt {
+        let mut refs = pod["metadata"]["ownerReferences"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        refs.push(
+            json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name,
+            "uid": rs_uid, "controller": true, "blockOwnerDeletion": true}),
+        );
+        let patch = json!({"metadata": {"ownerReferences": refs, "uid": pod["metadata"]["uid"]}});
+        let pod_name = pod["metadata"]["name"].as_str().unwrap_or_default();
+        if let Err(e) = pods_api
+            .patch(pod_name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            tracing::info!(pod = pod_name, error = %e, "adoption failed");
+        }
+    }
+    for pod in &claim.release {
+        let refs: Vec<Value> = pod["metadata"]["ownerReferences"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|o| o["uid"] != rs_uid)
+            .cloned()
+            .collect();
+        let patch = json!({"metadata": {"ownerReferences": refs, "uid": pod["metadata"]["uid"]}});
+        let pod_name = pod["metadata"]["name"].as_str().unwrap_or_default();
+        if let Err(e) = pods_api
+            .patch(pod_name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            tracing::info!(pod = pod_name, error = %e, "release failed");
+        }
+    }
+    let mut manage_error: Option<String> = None;
+    if needs_sync && rs["metadata"]["deletionTimestamp"].is_null() {
+        match replicaset::manage(&rs, &claim.owned, &claim.owned) {
+            Manage::Nothing => {}
+            Manage::Create(n) => {
+                s.expectations().expect_creations(key, n, Instant::now());
+                let pod: Pod = match serde_json::from_value(replicaset::new_pod(&rs)) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        s.expectations().lower_creations(key, n);
+                        tracing::warn!(error = %e, "invalid pod template");
+                        return Ok(());
+                    }
+                };
+                let mut created = 0;
+                let post = PostParams::default();
+                for batch in replicaset::slow_start_batches(n, 1) {
+                    let results =
+                        futures::future::join_all((0..batch).map(|_| pods_api.create(&post, &pod)))
+                            .await;
+                    let failures: Vec<String> = results
+                        .into_iter()
+                        .filter_map(|r| r.err().map(|e| e.to_string()))
+                        .collect();
+                    created += batch - failures.len();
+                    if !failures.is_empty() {
+                        // The failed creations and the skipped batches will never be seen.
+                        s.expectations().lower_creations(key, n - created);
+                        manage_error = failures.into_iter().next();
+                        break;
+                    }
+                }
+            }
+            Manage::Delete(names) => {
+                let keys: Vec<String> = names.iter().map(|n| key_of(ns, n)).collect();
+                s.expectations()
+                    .expect_deletions(key, &keys, Instant::now());
+                let dp = DeleteParams::default();
+                let results =
+                    futures::future::join_all(names.iter().map(|n| pods_api.delete(n, &dp))).await;
+                for (n, r) in names.iter().zip(results) {
+                    if let Err(e) = r {
+                        s.expectations().deletion_observed(key, &key_of(ns, n));
+                        manage_error.get_or_insert(e.to_string());
+                    }
+                }
+            }
+        }
+    }
+    let status = replicaset::status(&rs, &claim.owned, now_ms(), manage_error.as_deref());
+    let current = &rs["status"];
+    let changed = [
+        "replicas",
+        "fullyLabeledReplicas",
+        "readyReplicas",
+        "availableReplicas",
+        "observedGeneration",
+        "conditions",
+    ]
+    .iter()
+    .any(|k| {
+        let zero_if_missing = |v: &Value| if v.is_null() { json!(0) } else { v.clone() };
+        if *k == "conditions" {
+            current[*k] != status[*k]
+        } else {
+            zero_if_missing(&current[*k]) != zero_if_missing(&status[*k])
+        }
+    });
+    if changed {
+        let rs_api: Api<ReplicaSet> = Api::namespaced(s.writer.clone(), ns);
+        let mut body = rs.clone();
+        body["status"] = status;
+        let Ok(body) = serde_json::from_value::<ReplicaSet>(body) else {
+            return Ok(());
+        };
+        match rs_api
+            .replace_status(name, &PostParams::default(), &body)
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if let Some(e) = manage_error {
+        tracing::info!(%key, error = %e, "replicaset could not reach its replicas");
+        s.queue.add_after(key.to_string(), Duration::from_secs(1));
+    }
+    Ok(())
+}

@@ -1,0 +1,75 @@
+//! The controller manager inside `rkube server`, with the real kubectl: a ReplicaSet gets
+//! its pods (created as the `replicaset-controller` service account, with a controller
+//! reference), scaling down deletes the extra ones, a matching orphan is adopted, and the
+//! ReplicaSet's status counts its pods.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use serde_json::{Value, json};
+use testkit::{RkubeServer, eventually};
+
+fn pods(server: &RkubeServer) -> Vec<Value> {
+    let out = server.kubectl_ok(
+        Some("1.33"),
+        &["get", "pods", "-l", "app=web", "-o", "json"],
+    );
+    serde_json::from_str::<Value>(&out).unwrap()["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn live(server: &RkubeServer) -> Vec<Value> {
+    pods(server)
+        .into_iter()
+        .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+        .collect()
+}
+
+#[test]
+fn replicaset_controller_creates_scales_and_adopts() {
+    let server = RkubeServer::start();
+    server.wait_for_object(&["get", "serviceaccount", "default"]);
+    let rs = json!({
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "web", "image": "registry.local/web:1"}]}}},
+    });
+    let o = server.kubectl_stdin(Some("1.33"), &["apply", "-f", "-"], &rs.to_string());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    eventually("three pods", || live(&server).len() == 3);
+    let all = live(&server);
+    for p in &all {
+        let owner = &p["metadata"]["ownerReferences"][0];
+        assert_eq!(owner["kind"], "ReplicaSet", "{p}");
+        assert_eq!(owner["name"], "web");
+        assert_eq!(owner["controller"], true);
+        assert_eq!(owner["blockOwnerDeletion"], true);
+        assert!(p["metadata"]["name"].as_str().unwrap().starts_with("web-"));
+    }
+    // Never more than asked for, even while the cache catches up.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert_eq!(live(&server).len(), 3);
+    eventually("status.replicas", || {
+        server.kubectl_ok(
+            Some("1.33"),
+            &["get", "rs", "web", "-o", "jsonpath={.status.replicas}"],
+        ) == "3"
+    });
+
+    server.kubectl_ok(Some("1.33"), &["scale", "rs", "web", "--replicas=1"]);
+    eventually("one pod left", || live(&server).len() == 1);
+
+    // An orphan with the ReplicaSet's labels is adopted; one of the two then goes.
+    let orphan = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "orphan", "namespace": "default", "labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "web", "image": "registry.local/web:1"}]}});
+    let o = server.kubectl_stdin(Some("1.33"), &["create", "-f", "-"], &orphan.to_string());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    eventually("back to one pod", || {
+        let l = live(&server);
+        l.len() == 1 && l[0]["metadata"]["ownerReferences"][0]["name"] == "web"
+    });
+}
