@@ -326,3 +326,443 @@ mod tests {
         assert_eq!(max_unavailable(&z), 0);
     }
 }
+
+/// What the Deployment controller does in one sync.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    /// Create this ReplicaSet (the new one of the current template).
+    Create(Value),
+    /// Set a ReplicaSet's `spec.replicas`.
+    Scale(String, i64),
+    /// Delete an old ReplicaSet beyond `revisionHistoryLimit`.
+    Delete(String),
+}
+
+const REVISION: &str = "deployment.kubernetes.io/revision";
+const HASH_LABEL: &str = "pod-template-hash";
+
+/// A template without its `pod-template-hash` label, for `EqualIgnoreHash`.
+fn without_hash(template: &Value) -> Value {
+    let mut t = template.clone();
+    let mut no_labels = false;
+    if let Some(labels) = t["metadata"]["labels"].as_object_mut() {
+        labels.remove(HASH_LABEL);
+        no_labels = labels.is_empty();
+    }
+    if no_labels && let Some(meta) = t["metadata"].as_object_mut() {
+        meta.remove("labels");
+    }
+    if t["metadata"]
+        .as_object()
+        .is_some_and(serde_json::Map::is_empty)
+        && let Some(o) = t.as_object_mut()
+    {
+        o.remove("metadata");
+    }
+    t
+}
+
+fn canonical(v: &Value) -> String {
+    let mut s = String::new();
+    write_canonical(v, &mut s);
+    s
+}
+
+fn revision_of(rs: &Value) -> i64 {
+    rs["metadata"]["annotations"][REVISION]
+        .as_str()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(0)
+}
+
+fn rs_state(rs: &Value) -> Rs {
+    Rs {
+        name: rs["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        replicas: rs["spec"]["replicas"].as_i64().unwrap_or(1),
+        available: rs["status"]["availableReplicas"].as_i64().unwrap_or(0),
+        created_ms: crate::pods::time_ms(&rs["metadata"]["creationTimestamp"]).unwrap_or(0),
+    }
+}
+
+/// The owned ReplicaSet whose template is the Deployment's (`FindNewReplicaSet`: the
+/// oldest of those that match).
+pub fn find_new<'a>(deployment: &Value, owned: &[&'a Value]) -> Option<&'a Value> {
+    let want = canonical(&without_hash(&deployment["spec"]["template"]));
+    let mut matching: Vec<&Value> = owned
+        .iter()
+        .copied()
+        .filter(|rs| canonical(&without_hash(&rs["spec"]["template"])) == want)
+        .collect();
+    matching
+        .sort_by_key(|rs| crate::pods::time_ms(&rs["metadata"]["creationTimestamp"]).unwrap_or(0));
+    matching.first().copied()
+}
+
+/// The new ReplicaSet of the Deployment's template (`getNewReplicaSet` when none exists):
+/// `<deployment>-<hash>`, the hash as label and selector, the next revision.
+pub fn new_replica_set(deployment: &Value, owned: &[&Value], replicas: i64) -> Value {
+    let collision = deployment["status"]["collisionCount"]
+        .as_u64()
+        .and_then(|c| u32::try_from(c).ok());
+    let hash = template_hash(&deployment["spec"]["template"], collision);
+    let name = deployment["metadata"]["name"].as_str().unwrap_or_default();
+    let mut template = deployment["spec"]["template"].clone();
+    template["metadata"]["labels"][HASH_LABEL] = Value::from(hash.as_str());
+    let mut selector = deployment["spec"]["selector"].clone();
+    selector["matchLabels"][HASH_LABEL] = Value::from(hash.as_str());
+    let revision = owned.iter().map(|rs| revision_of(rs)).max().unwrap_or(0) + 1;
+    let (surge, _) = fenceposts(deployment);
+    let mut labels = deployment["spec"]["template"]["metadata"]["labels"].clone();
+    labels[HASH_LABEL] = Value::from(hash.as_str());
+    serde_json::json!({
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {
+            "name": format!("{name}-{hash}"),
+            "namespace": deployment["metadata"]["namespace"].clone(),
+            "labels": labels,
+            "annotations": {
+                REVISION: revision.to_string(),
+                "deployment.kubernetes.io/desired-replicas": desired(deployment).to_string(),
+                "deployment.kubernetes.io/max-replicas": (desired(deployment) + if rolling(deployment) { surge } else { 0 }).to_string(),
+            },
+            "ownerReferences": [{
+                "apiVersion": "apps/v1", "kind": "Deployment", "name": name,
+                "uid": deployment["metadata"]["uid"].clone(),
+                "controller": true, "blockOwnerDeletion": true,
+            }],
+        },
+        "spec": {
+            "replicas": replicas,
+            "minReadySeconds": deployment["spec"]["minReadySeconds"].as_i64().unwrap_or(0),
+            "selector": selector,
+            "template": template,
+        },
+    })
+}
+
+/// One sync of a Deployment over the ReplicaSets it owns: the new ReplicaSet created or
+/// scaled within the surge, old ones scaled down within the unavailability budget
+/// (Recreate: old ones to zero first), and old ReplicaSets beyond `revisionHistoryLimit`
+/// deleted. A paused Deployment only follows `spec.replicas` on its new ReplicaSet.
+pub fn plan(deployment: &Value, owned: &[&Value]) -> Vec<Action> {
+    let mut actions = Vec::new();
+    if !deployment["metadata"]["deletionTimestamp"].is_null() {
+        return actions;
+    }
+    let want = desired(deployment);
+    let new = find_new(deployment, owned);
+    let old: Vec<&Value> = owned
+        .iter()
+        .copied()
+        .filter(|rs| new.is_none_or(|n| n["metadata"]["uid"] != rs["metadata"]["uid"]))
+        .collect();
+    let old_states: Vec<Rs> = old.iter().map(|rs| rs_state(rs)).collect();
+    let paused = deployment["spec"]["paused"] == true;
+    match new {
+        None if paused => {}
+        None => {
+            let replicas = if rolling(deployment) {
+                let empty = Rs {
+                    name: String::new(),
+                    replicas: 0,
+                    available: 0,
+                    created_ms: 0,
+                };
+                let mut all = old_states.clone();
+                all.push(empty.clone());
+                new_rs_replicas(deployment, &all, &empty)
+            } else if old_states.iter().all(|r| r.replicas == 0) {
+                want
+            } else {
+                0
+            };
+            actions.push(Action::Create(new_replica_set(deployment, owned, replicas)));
+        }
+        Some(new_rs) => {
+            let new_state = rs_state(new_rs);
+            let mut all = old_states.clone();
+            all.push(new_state.clone());
+            let target = if paused {
+                if old_states.iter().all(|r| r.replicas == 0) {
+                    want
+                } else {
+                    new_state.replicas
+                }
+            } else if rolling(deployment) {
+                if new_state.replicas > want {
+                    want
+                } else {
+                    new_rs_replicas(deployment, &all, &new_state)
+                }
+            } else if old_states.iter().all(|r| r.replicas == 0) {
+                want
+            } else {
+                0
+            };
+            if target != new_state.replicas {
+                actions.push(Action::Scale(new_state.name.clone(), target));
+            }
+            if !paused {
+                if rolling(deployment) {
+                    for (name, replicas) in scale_down_old(deployment, &old_states, &new_state) {
+                        actions.push(Action::Scale(name, replicas));
+                    }
+                } else {
+                    for r in old_states.iter().filter(|r| r.replicas > 0) {
+                        actions.push(Action::Scale(r.name.clone(), 0));
+                    }
+                }
+            }
+        }
+    }
+    // History: old ReplicaSets with nothing left, beyond the limit, oldest first.
+    let limit = deployment["spec"]["revisionHistoryLimit"]
+        .as_i64()
+        .unwrap_or(10)
+        .max(0);
+    let mut empty_old: Vec<&Value> = old
+        .iter()
+        .copied()
+        .filter(|rs| {
+            rs["spec"]["replicas"].as_i64().unwrap_or(1) == 0
+                && rs["status"]["replicas"].as_i64().unwrap_or(0) == 0
+                && rs["metadata"]["deletionTimestamp"].is_null()
+        })
+        .collect();
+    empty_old.sort_by_key(|rs| revision_of(rs));
+    let excess = i64::try_from(empty_old.len()).unwrap_or(0) - limit;
+    for rs in empty_old
+        .iter()
+        .take(usize::try_from(excess.max(0)).unwrap_or(0))
+    {
+        actions.push(Action::Delete(
+            rs["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        ));
+    }
+    actions
+}
+
+/// The Deployment's `status` (`calculateStatus` and the Available / Progressing
+/// conditions) from its ReplicaSets at `now` (RFC 3339).
+pub fn status(deployment: &Value, owned: &[&Value], now: &str) -> Value {
+    let sum = |k: &str| -> i64 {
+        owned
+            .iter()
+            .map(|rs| rs["status"][k].as_i64().unwrap_or(0))
+            .sum()
+    };
+    let new = find_new(deployment, owned);
+    let updated = new.map_or(0, |rs| rs["status"]["replicas"].as_i64().unwrap_or(0));
+    let (replicas, ready, available) = (
+        sum("replicas"),
+        sum("readyReplicas"),
+        sum("availableReplicas"),
+    );
+    let want = desired(deployment);
+    let min_available = want - max_unavailable(deployment);
+    let mut conditions: Vec<Value> = deployment["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mut set = |ty: &str, status: &str, reason: &str, message: String| {
+        let existing = conditions.iter().position(|c| c["type"] == ty);
+        let transition = existing
+            .filter(|i| conditions[*i]["status"] == status)
+            .map(|i| conditions[i]["lastTransitionTime"].clone())
+            .unwrap_or_else(|| Value::from(now));
+        let c = serde_json::json!({"type": ty, "status": status, "reason": reason, "message": message,
+            "lastUpdateTime": now, "lastTransitionTime": transition});
+        match existing {
+            Some(i) if conditions[i]["reason"] == reason && conditions[i]["status"] == status => {}
+            Some(i) => conditions[i] = c,
+            None => conditions.push(c),
+        }
+    };
+    if available >= min_available {
+        set(
+            "Available",
+            "True",
+            "MinimumReplicasAvailable",
+            "Deployment has minimum availability.".into(),
+        );
+    } else {
+        set(
+            "Available",
+            "False",
+            "MinimumReplicasUnavailable",
+            "Deployment does not have minimum availability.".into(),
+        );
+    }
+    let name = deployment["metadata"]["name"].as_str().unwrap_or_default();
+    if let Some(rs) = new {
+        let rs_name = rs["metadata"]["name"].as_str().unwrap_or_default();
+        let complete = updated == want && replicas == want && available == want;
+        if complete {
+            set(
+                "Progressing",
+                "True",
+                "NewReplicaSetAvailable",
+                format!("ReplicaSet \"{rs_name}\" has successfully progressed."),
+            );
+        } else {
+            set(
+                "Progressing",
+                "True",
+                "ReplicaSetUpdated",
+                format!("ReplicaSet \"{rs_name}\" is progressing."),
+            );
+        }
+    } else {
+        let _ = name;
+    }
+    let mut st = serde_json::json!({
+        "observedGeneration": deployment["metadata"]["generation"].clone(),
+        "replicas": replicas,
+        "updatedReplicas": updated,
+        "readyReplicas": ready,
+        "availableReplicas": available,
+        "unavailableReplicas": (want - available).max(0),
+        "conditions": conditions,
+    });
+    if let Some(c) = deployment["status"]["collisionCount"].as_i64() {
+        st["collisionCount"] = Value::from(c);
+    }
+    st
+}
+
+#[cfg(test)]
+mod plan_tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn deployment(replicas: i64, image: &str) -> Value {
+        json!({"metadata": {"name": "web", "namespace": "default", "uid": "d-uid", "generation": 2},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
+                "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": image}]}}}})
+    }
+
+    fn stored(rs: &Value, replicas: i64, available: i64, created: &str) -> Value {
+        let mut rs = rs.clone();
+        rs["metadata"]["uid"] = json!(format!("uid-{}", rs["metadata"]["name"].as_str().unwrap()));
+        rs["metadata"]["creationTimestamp"] = json!(created);
+        rs["spec"]["replicas"] = json!(replicas);
+        rs["status"] = json!({"replicas": replicas, "availableReplicas": available, "readyReplicas": available});
+        rs
+    }
+
+    #[test]
+    fn first_sync_creates_the_new_replica_set() {
+        let d = deployment(3, "web:1");
+        let actions = plan(&d, &[]);
+        let [Action::Create(rs)] = actions.as_slice() else {
+            panic!("{actions:?}");
+        };
+        let hash = rs["metadata"]["labels"]["pod-template-hash"]
+            .as_str()
+            .unwrap();
+        assert_eq!(rs["metadata"]["name"], format!("web-{hash}"));
+        assert_eq!(
+            rs["spec"]["selector"]["matchLabels"]["pod-template-hash"],
+            hash
+        );
+        assert_eq!(
+            rs["spec"]["template"]["metadata"]["labels"]["pod-template-hash"],
+            hash
+        );
+        assert_eq!(rs["metadata"]["annotations"][REVISION], "1");
+        assert_eq!(rs["spec"]["replicas"], 3);
+        assert_eq!(rs["metadata"]["ownerReferences"][0]["kind"], "Deployment");
+        // Stored and found again: nothing more to do.
+        let rs = stored(rs, 3, 3, "2026-01-01T00:00:00Z");
+        assert_eq!(plan(&d, &[&rs]), vec![]);
+        let st = status(&d, &[&rs], "2026-01-01T00:01:00Z");
+        assert_eq!(st["updatedReplicas"], 3);
+        assert_eq!(st["conditions"][1]["reason"], "NewReplicaSetAvailable");
+    }
+
+    #[test]
+    fn a_new_template_rolls_over_within_the_budget() {
+        let v1 = deployment(3, "web:1");
+        let Action::Create(old) = plan(&v1, &[])[0].clone() else {
+            panic!()
+        };
+        let old = stored(&old, 3, 3, "2026-01-01T00:00:00Z");
+        let v2 = deployment(3, "web:2");
+        let actions = plan(&v2, &[&old]);
+        let [Action::Create(new)] = actions.as_slice() else {
+            panic!("{actions:?}")
+        };
+        assert_eq!(new["spec"]["replicas"], 1, "maxSurge 1");
+        assert_eq!(new["metadata"]["annotations"][REVISION], "2");
+        assert_ne!(new["metadata"]["name"], old["metadata"]["name"]);
+        // The new pod available: one old replica goes, the new RS may grow by one.
+        let new = stored(new, 1, 1, "2026-01-01T00:05:00Z");
+        let actions = plan(&v2, &[&old, &new]);
+        assert!(
+            actions.contains(&Action::Scale(
+                old["metadata"]["name"].as_str().unwrap().into(),
+                2
+            )),
+            "{actions:?}"
+        );
+        // Paused: nothing moves.
+        let mut paused = v2.clone();
+        paused["spec"]["paused"] = json!(true);
+        assert_eq!(plan(&paused, &[&old, &new]), vec![]);
+    }
+
+    #[test]
+    fn recreate_scales_old_to_zero_first_and_history_is_pruned() {
+        let mut d = deployment(2, "web:1");
+        d["spec"]["strategy"] = json!({"type": "Recreate"});
+        d["spec"]["revisionHistoryLimit"] = json!(1);
+        let Action::Create(a) = plan(&d, &[])[0].clone() else {
+            panic!()
+        };
+        let a = stored(&a, 2, 2, "2026-01-01T00:00:00Z");
+        d["spec"]["template"]["spec"]["containers"][0]["image"] = json!("web:2");
+        let actions = plan(&d, &[&a]);
+        let [Action::Create(b)] = actions.as_slice() else {
+            panic!("{actions:?}")
+        };
+        assert_eq!(b["spec"]["replicas"], 0, "old pods first");
+        let b = stored(b, 0, 0, "2026-01-01T00:01:00Z");
+        let actions = plan(&d, &[&a, &b]);
+        assert_eq!(
+            actions,
+            vec![Action::Scale(
+                a["metadata"]["name"].as_str().unwrap().into(),
+                0
+            )]
+        );
+        let a0 = stored(&a, 0, 0, "2026-01-01T00:00:00Z");
+        let actions = plan(&d, &[&a0, &b]);
+        assert_eq!(
+            actions,
+            vec![Action::Scale(
+                b["metadata"]["name"].as_str().unwrap().into(),
+                2
+            )]
+        );
+        // Two empty old ReplicaSets with a limit of 1: the oldest revision goes.
+        d["spec"]["template"]["spec"]["containers"][0]["image"] = json!("web:3");
+        let b0 = stored(&b, 0, 0, "2026-01-01T00:01:00Z");
+        let actions = plan(&d, &[&a0, &b0]);
+        assert!(
+            actions.contains(&Action::Delete(
+                a0["metadata"]["name"].as_str().unwrap().into()
+            )),
+            "{actions:?}"
+        );
+    }
+}

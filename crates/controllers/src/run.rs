@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -107,28 +107,33 @@ impl Shared {
         }
     }
 
-    /// The ReplicaSets a pod event concerns: its controller, or (an orphan) every
-    /// ReplicaSet of its namespace whose selector matches it.
+    /// The ReplicaSets a pod event concerns.
     fn owners_of(&self, pod: &Value) -> Vec<String> {
-        let ns = pod["metadata"]["namespace"].as_str().unwrap_or_default();
-        if let Some(owner) = crate::pods::controller_of(pod) {
-            if owner["kind"] == "ReplicaSet" {
-                return vec![key_of(ns, owner["name"].as_str().unwrap_or_default())];
-            }
-            return Vec::new();
-        }
-        self.replicasets
-            .state()
-            .iter()
-            .filter_map(|rs| serde_json::to_value(rs.as_ref()).ok())
-            .filter(|rs| rs["metadata"]["namespace"] == ns)
-            .filter(|rs| {
-                api::selector::LabelSelector::from_label_selector(&rs["spec"]["selector"])
-                    .is_ok_and(|s| !s.is_empty() && s.matches_object(pod))
-            })
-            .map(|rs| key_of(ns, rs["metadata"]["name"].as_str().unwrap_or_default()))
-            .collect()
+        owner_keys(pod, "ReplicaSet", &self.replicasets.state())
     }
+}
+
+/// The keys of the owners an event on `obj` concerns: its controller when it is a `kind`,
+/// or (an orphan) every candidate of its namespace whose selector matches it.
+fn owner_keys<K: serde::Serialize>(obj: &Value, kind: &str, candidates: &[Arc<K>]) -> Vec<String> {
+    let ns = obj["metadata"]["namespace"].as_str().unwrap_or_default();
+    if let Some(owner) = crate::pods::controller_of(obj) {
+        return if owner["kind"] == kind {
+            vec![key_of(ns, owner["name"].as_str().unwrap_or_default())]
+        } else {
+            Vec::new()
+        };
+    }
+    candidates
+        .iter()
+        .filter_map(|c| serde_json::to_value(c.as_ref()).ok())
+        .filter(|c| c["metadata"]["namespace"] == ns)
+        .filter(|c| {
+            api::selector::LabelSelector::from_label_selector(&c["spec"]["selector"])
+                .is_ok_and(|s| !s.is_empty() && s.matches_object(obj))
+        })
+        .map(|c| key_of(ns, c["metadata"]["name"].as_str().unwrap_or_default()))
+        .collect()
 }
 
 /// Runs the ReplicaSet controller with `workers` workers until the process ends.
@@ -241,6 +246,46 @@ pub async fn run_replicasets(reader: Client, writer: Client, workers: usize) {
     }
 }
 
+/// Carries out a claim: adopted objects get `owner` as their controller, released ones
+/// lose it (merge patches with the object's uid, so a re-created object is left alone).
+async fn adopt_and_release<K>(
+    api: &Api<K>,
+    owner: &Value,
+    kind: &str,
+    claim: &replicaset::Claim<'_>,
+) where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let owner_uid = owner["metadata"]["uid"].clone();
+    let changes = claim
+        .adopt
+        .iter()
+        .map(|o| (o, true))
+        .chain(claim.release.iter().map(|o| (o, false)));
+    for (obj, adopt) in changes {
+        let mut refs: Vec<Value> = obj["metadata"]["ownerReferences"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|o| o["uid"] != owner_uid)
+            .cloned()
+            .collect();
+        if adopt {
+            refs.push(json!({"apiVersion": "apps/v1", "kind": kind,
+                "name": owner["metadata"]["name"], "uid": owner_uid,
+                "controller": true, "blockOwnerDeletion": true}));
+        }
+        let patch = json!({"metadata": {"ownerReferences": refs, "uid": obj["metadata"]["uid"]}});
+        let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+        if let Err(e) = api
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            tracing::info!(object = name, adopt, error = %e, "adoption or release failed");
+        }
+    }
+}
+
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -268,42 +313,7 @@ async fn sync(s: &Shared, key: &str) -> Result<(), kube::Error> {
     let needs_sync = s.expectations().satisfied(key, Instant::now());
     let claim = replicaset::claim(&rs, &pods);
     let pods_api: Api<Pod> = Api::namespaced(s.writer.clone(), ns);
-    let rs_uid = rs["metadata"]["uid"].clone();
-    for pod in &claim.adopt {
-        let mut refs = pod["metadata"]["ownerReferences"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        refs.push(
-            json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name,
-            "uid": rs_uid, "controller": true, "blockOwnerDeletion": true}),
-        );
-        let patch = json!({"metadata": {"ownerReferences": refs, "uid": pod["metadata"]["uid"]}});
-        let pod_name = pod["metadata"]["name"].as_str().unwrap_or_default();
-        if let Err(e) = pods_api
-            .patch(pod_name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            tracing::info!(pod = pod_name, error = %e, "adoption failed");
-        }
-    }
-    for pod in &claim.release {
-        let refs: Vec<Value> = pod["metadata"]["ownerReferences"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|o| o["uid"] != rs_uid)
-            .cloned()
-            .collect();
-        let patch = json!({"metadata": {"ownerReferences": refs, "uid": pod["metadata"]["uid"]}});
-        let pod_name = pod["metadata"]["name"].as_str().unwrap_or_default();
-        if let Err(e) = pods_api
-            .patch(pod_name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            tracing::info!(pod = pod_name, error = %e, "release failed");
-        }
-    }
+    adopt_and_release(&pods_api, &rs, "ReplicaSet", &claim).await;
     let mut manage_error: Option<String> = None;
     if needs_sync && rs["metadata"]["deletionTimestamp"].is_null() {
         match replicaset::manage(&rs, &claim.owned, &claim.owned) {
@@ -391,6 +401,162 @@ async fn sync(s: &Shared, key: &str) -> Result<(), kube::Error> {
     if let Some(e) = manage_error {
         tracing::info!(%key, error = %e, "replicaset could not reach its replicas");
         s.queue.add_after(key.to_string(), Duration::from_secs(1));
+    }
+    Ok(())
+}
+
+/// The Deployment controller's shared state.
+struct DeploymentShared {
+    deployments: Store<Deployment>,
+    replicasets: Store<ReplicaSet>,
+    queue: WorkQueue<String>,
+    writer: Client,
+}
+
+impl DeploymentShared {
+    /// The Deployments a ReplicaSet event concerns.
+    fn owners_of(&self, rs: &Value) -> Vec<String> {
+        owner_keys(rs, "Deployment", &self.deployments.state())
+    }
+}
+
+/// Runs the Deployment controller with `workers` workers until the process ends.
+pub async fn run_deployments(reader: Client, writer: Client, workers: usize) {
+    let (d_store, d_writer) = reflector::store::<Deployment>();
+    let (rs_store, rs_writer) = reflector::store::<ReplicaSet>();
+    let shared = Arc::new(DeploymentShared {
+        deployments: d_store,
+        replicasets: rs_store,
+        queue: WorkQueue::new(),
+        writer,
+    });
+    let d_events = reflector::reflector(
+        d_writer,
+        watcher(
+            Api::<Deployment>::all(reader.clone()),
+            watcher::Config::default(),
+        ),
+    );
+    let rs_events = reflector::reflector(
+        rs_writer,
+        watcher(Api::<ReplicaSet>::all(reader), watcher::Config::default()),
+    );
+    let s = Arc::clone(&shared);
+    tokio::spawn(async move {
+        let mut events = std::pin::pin!(d_events);
+        while let Some(e) = events.next().await {
+            if let Ok(watcher::Event::Apply(d) | watcher::Event::InitApply(d)) = e {
+                s.queue.add(key_of(
+                    d.metadata.namespace.as_deref().unwrap_or_default(),
+                    d.metadata.name.as_deref().unwrap_or_default(),
+                ));
+            }
+        }
+    });
+    let s = Arc::clone(&shared);
+    tokio::spawn(async move {
+        let mut events = std::pin::pin!(rs_events);
+        while let Some(e) = events.next().await {
+            let rs = match e {
+                Ok(
+                    watcher::Event::Apply(rs)
+                    | watcher::Event::InitApply(rs)
+                    | watcher::Event::Delete(rs),
+                ) => rs,
+                _ => continue,
+            };
+            if let Ok(value) = serde_json::to_value(&rs) {
+                for owner in s.owners_of(&value) {
+                    s.queue.add(owner);
+                }
+            }
+        }
+    });
+    let _ = shared.deployments.wait_until_ready().await;
+    let _ = shared.replicasets.wait_until_ready().await;
+    for _ in 0..workers.max(1) {
+        let s = Arc::clone(&shared);
+        tokio::spawn(async move {
+            while let Some(key) = s.queue.get().await {
+                let span = tracing::debug_span!("reconcile", controller = "deployment", %key);
+                match tracing::Instrument::instrument(sync_deployment(&s, &key), span).await {
+                    Ok(()) => s.queue.forget(&key),
+                    Err(e) => {
+                        tracing::info!(%key, error = %e, "deployment sync failed; retrying");
+                        s.queue.add_rate_limited(key.clone());
+                    }
+                }
+                s.queue.done(&key);
+            }
+        });
+    }
+}
+
+/// One `syncDeployment`.
+async fn sync_deployment(s: &DeploymentShared, key: &str) -> Result<(), kube::Error> {
+    use crate::deployment::{self, Action};
+    let (ns, name) = key.split_once('/').unwrap_or(("", key));
+    let Some(d) = s.deployments.get(&ObjectRef::new(name).within(ns)) else {
+        return Ok(());
+    };
+    let Ok(d) = serde_json::to_value(d.as_ref()) else {
+        return Ok(());
+    };
+    let rss: Vec<Value> = s
+        .replicasets
+        .state()
+        .iter()
+        .filter(|r| r.metadata.namespace.as_deref() == Some(ns))
+        .filter_map(|r| serde_json::to_value(r.as_ref()).ok())
+        .collect();
+    let claim = replicaset::claim(&d, &rss);
+    let rs_api: Api<ReplicaSet> = Api::namespaced(s.writer.clone(), ns);
+    adopt_and_release(&rs_api, &d, "Deployment", &claim).await;
+    for action in deployment::plan(&d, &claim.owned) {
+        match action {
+            Action::Create(rs) => {
+                let Ok(rs) = serde_json::from_value::<ReplicaSet>(rs) else {
+                    continue;
+                };
+                match rs_api.create(&PostParams::default(), &rs).await {
+                    Ok(_) => {}
+                    // Already there (the cache lags): the next event brings it.
+                    Err(kube::Error::Api(e)) if e.code == 409 => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Action::Scale(rs, replicas) => {
+                let patch = json!({"spec": {"replicas": replicas}});
+                rs_api
+                    .patch(&rs, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await?;
+            }
+            Action::Delete(rs) => match rs_api.delete(&rs, &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            },
+        }
+    }
+    let now = jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
+    let status = deployment::status(&d, &claim.owned, &now);
+    if status != d["status"] {
+        let mut body = d.clone();
+        body["status"] = status;
+        let Ok(body) = serde_json::from_value::<Deployment>(body) else {
+            return Ok(());
+        };
+        let api: Api<Deployment> = Api::namespaced(s.writer.clone(), ns);
+        match api
+            .replace_status(name, &PostParams::default(), &body)
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => {}
+            Err(e) => return Err(e),
+        }
     }
     Ok(())
 }

@@ -73,3 +73,95 @@ fn replicaset_controller_creates_scales_and_adopts() {
         l.len() == 1 && l[0]["metadata"]["ownerReferences"][0]["name"] == "web"
     });
 }
+
+fn json_of(server: &RkubeServer, args: &[&str]) -> Value {
+    let mut a = vec!["get"];
+    a.extend_from_slice(args);
+    a.extend_from_slice(&["-o", "json"]);
+    serde_json::from_str(&server.kubectl_ok(Some("1.33"), &a)).unwrap()
+}
+
+#[test]
+fn deployment_controller_creates_and_rolls_replica_sets() {
+    let server = RkubeServer::start();
+    server.wait_for_object(&["get", "serviceaccount", "default"]);
+    server.kubectl_ok(
+        Some("1.33"),
+        &[
+            "create",
+            "deployment",
+            "nginx",
+            "--image=registry.local/web:1",
+            "--replicas=3",
+        ],
+    );
+    let rs_list = || {
+        json_of(&server, &["rs", "-l", "app=nginx"])["items"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    };
+    eventually("the ReplicaSet", || rs_list().len() == 1);
+    let rs = &rs_list()[0];
+    let hash = rs["metadata"]["labels"]["pod-template-hash"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(rs["metadata"]["name"], format!("nginx-{hash}"));
+    assert_eq!(
+        rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"],
+        "1"
+    );
+    assert_eq!(rs["metadata"]["ownerReferences"][0]["kind"], "Deployment");
+    eventually("three pods of the ReplicaSet", || {
+        json_of(
+            &server,
+            &["pods", "-l", &format!("pod-template-hash={hash}")],
+        )["items"]
+            .as_array()
+            .is_some_and(|i| i.len() == 3)
+    });
+    eventually("the Deployment's status", || {
+        let d = json_of(&server, &["deployment", "nginx"]);
+        d["status"]["updatedReplicas"] == 3 && d["status"]["replicas"] == 3
+    });
+
+    // A new template: a second ReplicaSet, revision 2, grown within maxSurge (25% of 3
+    // rounds up to 1); the old one keeps its pods while none of the new is available.
+    server.kubectl_ok(
+        Some("1.33"),
+        &[
+            "set",
+            "image",
+            "deployment/nginx",
+            "web=registry.local/web:2",
+        ],
+    );
+    eventually("the second ReplicaSet", || rs_list().len() == 2);
+    let all = rs_list();
+    let new = all
+        .iter()
+        .find(|r| r["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2")
+        .unwrap();
+    assert_eq!(new["spec"]["replicas"], 1);
+    assert_eq!(
+        new["spec"]["template"]["spec"]["containers"][0]["image"],
+        "registry.local/web:2"
+    );
+    let old = all
+        .iter()
+        .find(|r| r["metadata"]["labels"]["pod-template-hash"] == hash.as_str())
+        .unwrap();
+    assert_eq!(old["spec"]["replicas"], 3);
+    let history = server.kubectl_ok(Some("1.33"), &["rollout", "history", "deployment/nginx"]);
+    assert!(history.contains('1') && history.contains('2'), "{history}");
+
+    // Settled: the controller does not keep rewriting the Deployment.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let rv = json_of(&server, &["deployment", "nginx"])["metadata"]["resourceVersion"].clone();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert_eq!(
+        json_of(&server, &["deployment", "nginx"])["metadata"]["resourceVersion"],
+        rv
+    );
+}

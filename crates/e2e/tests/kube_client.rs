@@ -844,7 +844,8 @@ fn server_side_apply_conflicts_and_force() {
 
 #[test]
 fn status_subresource_is_split_from_the_main_resource() {
-    let server = RkubeServer::start();
+    // (Without the controllers: the Deployment controller would write status itself.)
+    let server = RkubeServer::start_with(&["--disable-controller-manager"]);
     with_client(&server, |client| async move {
         let ns = "kc-status";
         create_namespace(&client, ns).await;

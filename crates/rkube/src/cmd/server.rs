@@ -303,10 +303,15 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
 /// controller manager's identity, writes as each controller's service account.
 async fn run_controllers(kubeconfig: &std::path::Path) -> anyhow::Result<()> {
     let reader = controllers::run::client_from(kubeconfig).await?;
-    let writer =
+    let rs_writer =
         controllers::run::controller_client(&reader, kubeconfig, "replicaset-controller").await?;
-    tracing::info!("controller manager: replicaset controller started");
-    controllers::run::run_replicasets(reader, writer, 5).await;
+    let d_writer =
+        controllers::run::controller_client(&reader, kubeconfig, "deployment-controller").await?;
+    tracing::info!("controller manager: replicaset and deployment controllers started");
+    tokio::join!(
+        controllers::run::run_replicasets(reader.clone(), rs_writer, 5),
+        controllers::run::run_deployments(reader, d_writer, 5),
+    );
     Ok(())
 }
 
