@@ -10,17 +10,17 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Client, Config};
 use runtime::expectations::Expectations;
 use runtime::workqueue::WorkQueue;
 use serde_json::{Value, json};
 
+use crate::informers::{self, Informer, Next};
 use crate::replicaset::{self, Manage};
 
 /// Why a controller could not start.
@@ -90,6 +90,13 @@ fn key_of(ns: &str, name: &str) -> String {
     format!("{ns}/{name}")
 }
 
+fn object_key(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
+    key_of(
+        meta.namespace.as_deref().unwrap_or_default(),
+        meta.name.as_deref().unwrap_or_default(),
+    )
+}
+
 /// The shared state of the loop.
 struct Shared {
     replicasets: Store<ReplicaSet>,
@@ -137,60 +144,56 @@ fn owner_keys<K: serde::Serialize>(obj: &Value, kind: &str, candidates: &[Arc<K>
 }
 
 /// Runs the ReplicaSet controller with `workers` workers until the process ends.
-pub async fn run_replicasets(reader: Client, writer: Client, workers: usize) {
-    let (rs_store, rs_writer) = reflector::store::<ReplicaSet>();
-    let (pod_store, pod_writer) = reflector::store::<Pod>();
+pub async fn run_replicasets(
+    replicasets: Arc<Informer<ReplicaSet>>,
+    pods: Arc<Informer<Pod>>,
+    writer: Client,
+    workers: usize,
+) {
+    let mut rs_events = replicasets.subscribe();
+    let mut pod_events = pods.subscribe();
     let shared = Arc::new(Shared {
-        replicasets: rs_store,
-        pods: pod_store,
+        replicasets: replicasets.store.clone(),
+        pods: pods.store.clone(),
         queue: WorkQueue::new(),
         expectations: Mutex::new(Expectations::default()),
         writer,
     });
-    let rs_events = reflector::reflector(
-        rs_writer,
-        watcher(
-            Api::<ReplicaSet>::all(reader.clone()),
-            watcher::Config::default(),
-        ),
-    );
-    let pod_events = reflector::reflector(
-        pod_writer,
-        watcher(Api::<Pod>::all(reader), watcher::Config::default()),
-    );
     let s = Arc::clone(&shared);
     tokio::spawn(async move {
-        let mut events = std::pin::pin!(rs_events);
-        while let Some(e) = events.next().await {
-            match e {
-                Ok(watcher::Event::Apply(rs) | watcher::Event::InitApply(rs)) => {
-                    let ns = rs.metadata.namespace.clone().unwrap_or_default();
-                    let name = rs.metadata.name.clone().unwrap_or_default();
-                    s.queue.add(key_of(&ns, &name));
+        loop {
+            match informers::next(&mut rs_events).await {
+                Next::Event(watcher::Event::Apply(rs) | watcher::Event::InitApply(rs)) => {
+                    s.queue.add(object_key(&rs.metadata));
                 }
-                Ok(watcher::Event::Delete(rs)) => {
-                    let ns = rs.metadata.namespace.clone().unwrap_or_default();
-                    let name = rs.metadata.name.clone().unwrap_or_default();
-                    s.expectations().delete(&key_of(&ns, &name));
+                Next::Event(watcher::Event::Delete(rs)) => {
+                    s.expectations().delete(&object_key(&rs.metadata));
                 }
-                Ok(_) => {}
-                Err(e) => tracing::debug!(error = %e, "replicaset watch"),
+                Next::Event(_) => {}
+                Next::Resync => {
+                    for rs in s.replicasets.state() {
+                        s.queue.add(object_key(&rs.metadata));
+                    }
+                }
+                Next::Closed => break,
             }
         }
     });
     let s = Arc::clone(&shared);
     tokio::spawn(async move {
         let mut seen: HashSet<String> = HashSet::new();
-        let mut events = std::pin::pin!(pod_events);
-        while let Some(e) = events.next().await {
-            let (pod, deleted) = match e {
-                Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => (p, false),
-                Ok(watcher::Event::Delete(p)) => (p, true),
-                Ok(_) => continue,
-                Err(e) => {
-                    tracing::debug!(error = %e, "pod watch");
+        loop {
+            let (pod, deleted) = match informers::next(&mut pod_events).await {
+                Next::Event(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => (p, false),
+                Next::Event(watcher::Event::Delete(p)) => (p, true),
+                Next::Event(_) => continue,
+                Next::Resync => {
+                    for rs in s.replicasets.state() {
+                        s.queue.add(object_key(&rs.metadata));
+                    }
                     continue;
                 }
+                Next::Closed => break,
             };
             let Ok(value) = serde_json::to_value(&pod) else {
                 continue;
@@ -225,8 +228,12 @@ pub async fn run_replicasets(reader: Client, writer: Client, workers: usize) {
             }
         }
     });
-    let _ = shared.replicasets.wait_until_ready().await;
-    let _ = shared.pods.wait_until_ready().await;
+    replicasets.synced().await;
+    pods.synced().await;
+    // Everything listed before this controller subscribed.
+    for rs in shared.replicasets.state() {
+        shared.queue.add(object_key(&rs.metadata));
+    }
     for _ in 0..workers.max(1) {
         let s = Arc::clone(&shared);
         tokio::spawn(async move {
@@ -421,49 +428,54 @@ impl DeploymentShared {
 }
 
 /// Runs the Deployment controller with `workers` workers until the process ends.
-pub async fn run_deployments(reader: Client, writer: Client, workers: usize) {
-    let (d_store, d_writer) = reflector::store::<Deployment>();
-    let (rs_store, rs_writer) = reflector::store::<ReplicaSet>();
+pub async fn run_deployments(
+    deployments: Arc<Informer<Deployment>>,
+    replicasets: Arc<Informer<ReplicaSet>>,
+    writer: Client,
+    workers: usize,
+) {
+    let mut d_events = deployments.subscribe();
+    let mut rs_events = replicasets.subscribe();
     let shared = Arc::new(DeploymentShared {
-        deployments: d_store,
-        replicasets: rs_store,
+        deployments: deployments.store.clone(),
+        replicasets: replicasets.store.clone(),
         queue: WorkQueue::new(),
         writer,
     });
-    let d_events = reflector::reflector(
-        d_writer,
-        watcher(
-            Api::<Deployment>::all(reader.clone()),
-            watcher::Config::default(),
-        ),
-    );
-    let rs_events = reflector::reflector(
-        rs_writer,
-        watcher(Api::<ReplicaSet>::all(reader), watcher::Config::default()),
-    );
     let s = Arc::clone(&shared);
     tokio::spawn(async move {
-        let mut events = std::pin::pin!(d_events);
-        while let Some(e) = events.next().await {
-            if let Ok(watcher::Event::Apply(d) | watcher::Event::InitApply(d)) = e {
-                s.queue.add(key_of(
-                    d.metadata.namespace.as_deref().unwrap_or_default(),
-                    d.metadata.name.as_deref().unwrap_or_default(),
-                ));
+        loop {
+            match informers::next(&mut d_events).await {
+                Next::Event(watcher::Event::Apply(d) | watcher::Event::InitApply(d)) => {
+                    s.queue.add(object_key(&d.metadata));
+                }
+                Next::Event(_) => {}
+                Next::Resync => {
+                    for d in s.deployments.state() {
+                        s.queue.add(object_key(&d.metadata));
+                    }
+                }
+                Next::Closed => break,
             }
         }
     });
     let s = Arc::clone(&shared);
     tokio::spawn(async move {
-        let mut events = std::pin::pin!(rs_events);
-        while let Some(e) = events.next().await {
-            let rs = match e {
-                Ok(
+        loop {
+            let rs = match informers::next(&mut rs_events).await {
+                Next::Event(
                     watcher::Event::Apply(rs)
                     | watcher::Event::InitApply(rs)
                     | watcher::Event::Delete(rs),
                 ) => rs,
-                _ => continue,
+                Next::Event(_) => continue,
+                Next::Resync => {
+                    for d in s.deployments.state() {
+                        s.queue.add(object_key(&d.metadata));
+                    }
+                    continue;
+                }
+                Next::Closed => break,
             };
             if let Ok(value) = serde_json::to_value(&rs) {
                 for owner in s.owners_of(&value) {
@@ -472,8 +484,11 @@ pub async fn run_deployments(reader: Client, writer: Client, workers: usize) {
             }
         }
     });
-    let _ = shared.deployments.wait_until_ready().await;
-    let _ = shared.replicasets.wait_until_ready().await;
+    deployments.synced().await;
+    replicasets.synced().await;
+    for d in shared.deployments.state() {
+        shared.queue.add(object_key(&d.metadata));
+    }
     for _ in 0..workers.max(1) {
         let s = Arc::clone(&shared);
         tokio::spawn(async move {

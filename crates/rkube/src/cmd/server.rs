@@ -308,9 +308,14 @@ async fn run_controllers(kubeconfig: &std::path::Path) -> anyhow::Result<()> {
     let d_writer =
         controllers::run::controller_client(&reader, kubeconfig, "deployment-controller").await?;
     tracing::info!("controller manager: replicaset and deployment controllers started");
+    // One list+watch per resource type, shared by the controllers.
+    use controllers::informers::Informer;
+    let replicasets = Informer::start(kube::Api::all(reader.clone()));
+    let pods = Informer::start(kube::Api::all(reader.clone()));
+    let deployments = Informer::start(kube::Api::all(reader));
     tokio::join!(
-        controllers::run::run_replicasets(reader.clone(), rs_writer, 5),
-        controllers::run::run_deployments(reader, d_writer, 5),
+        controllers::run::run_replicasets(std::sync::Arc::clone(&replicasets), pods, rs_writer, 5),
+        controllers::run::run_deployments(deployments, replicasets, d_writer, 5),
     );
     Ok(())
 }
