@@ -5,6 +5,7 @@
 //! rest of issue 5.
 
 pub mod deployment;
+pub mod gc;
 pub mod informers;
 pub mod pods;
 pub mod replicaset;

@@ -575,3 +575,253 @@ async fn sync_deployment(s: &DeploymentShared, key: &str) -> Result<(), kube::Er
     }
     Ok(())
 }
+
+/// The garbage collector's caches: the informers of the kinds it collects.
+struct GcShared {
+    deployments: Store<Deployment>,
+    replicasets: Store<ReplicaSet>,
+    pods: Store<Pod>,
+    queue: WorkQueue<String>,
+    writer: Client,
+}
+
+fn values<K: serde::Serialize>(items: &[Arc<K>]) -> Vec<Value> {
+    items
+        .iter()
+        .filter_map(|o| serde_json::to_value(o.as_ref()).ok())
+        .collect()
+}
+
+impl GcShared {
+    /// Every cached object with its kind.
+    fn all(&self) -> Vec<(&'static str, Value)> {
+        let mut out: Vec<(&'static str, Value)> = Vec::new();
+        out.extend(
+            values(&self.deployments.state())
+                .into_iter()
+                .map(|v| ("Deployment", v)),
+        );
+        out.extend(
+            values(&self.replicasets.state())
+                .into_iter()
+                .map(|v| ("ReplicaSet", v)),
+        );
+        out.extend(values(&self.pods.state()).into_iter().map(|v| ("Pod", v)));
+        out
+    }
+
+    fn api(&self, kind: &str, ns: &str) -> Api<kube::core::DynamicObject> {
+        let ar = match kind {
+            "Deployment" => kube::core::ApiResource::erase::<Deployment>(&()),
+            "ReplicaSet" => kube::core::ApiResource::erase::<ReplicaSet>(&()),
+            _ => kube::core::ApiResource::erase::<Pod>(&()),
+        };
+        Api::namespaced_with(self.writer.clone(), ns, &ar)
+    }
+}
+
+fn gc_key(kind: &str, meta: &Value) -> String {
+    format!(
+        "{kind}/{}/{}",
+        meta["namespace"].as_str().unwrap_or_default(),
+        meta["name"].as_str().unwrap_or_default()
+    )
+}
+
+/// Runs the garbage collector over the shared informers until the process ends.
+pub async fn run_gc(
+    deployments: Arc<Informer<Deployment>>,
+    replicasets: Arc<Informer<ReplicaSet>>,
+    pods: Arc<Informer<Pod>>,
+    writer: Client,
+) {
+    let shared = Arc::new(GcShared {
+        deployments: deployments.store.clone(),
+        replicasets: replicasets.store.clone(),
+        pods: pods.store.clone(),
+        queue: WorkQueue::new(),
+        writer,
+    });
+    // An event on an object concerns it (as a dependent) and its owners (as owners
+    // waiting for their dependents).
+    fn enqueue(s: &GcShared, kind: &str, obj: &Value) {
+        s.queue.add(gc_key(kind, &obj["metadata"]));
+        // Its dependents (an owner deleted leaves them orphaned).
+        let uid = &obj["metadata"]["uid"];
+        for (dk, d) in s.all() {
+            if d["metadata"]["ownerReferences"]
+                .as_array()
+                .is_some_and(|r| r.iter().any(|o| o["uid"] == *uid))
+            {
+                s.queue.add(gc_key(dk, &d["metadata"]));
+            }
+        }
+        for o in obj["metadata"]["ownerReferences"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            s.queue.add(format!(
+                "{}/{}/{}",
+                o["kind"].as_str().unwrap_or_default(),
+                obj["metadata"]["namespace"].as_str().unwrap_or_default(),
+                o["name"].as_str().unwrap_or_default()
+            ));
+        }
+    }
+    macro_rules! follow {
+        ($informer:expr, $kind:expr) => {{
+            let mut rx = $informer.subscribe();
+            let s = Arc::clone(&shared);
+            tokio::spawn(async move {
+                loop {
+                    match informers::next(&mut rx).await {
+                        Next::Event(
+                            watcher::Event::Apply(o)
+                            | watcher::Event::InitApply(o)
+                            | watcher::Event::Delete(o),
+                        ) => {
+                            if let Ok(v) = serde_json::to_value(&o) {
+                                enqueue(&s, $kind, &v);
+                            }
+                        }
+                        Next::Event(_) => {}
+                        Next::Resync => {
+                            for (kind, v) in s.all() {
+                                enqueue(&s, kind, &v);
+                            }
+                        }
+                        Next::Closed => break,
+                    }
+                }
+            });
+        }};
+    }
+    follow!(deployments, "Deployment");
+    follow!(replicasets, "ReplicaSet");
+    follow!(pods, "Pod");
+    deployments.synced().await;
+    replicasets.synced().await;
+    pods.synced().await;
+    for (kind, v) in shared.all() {
+        enqueue(&shared, kind, &v);
+    }
+    for _ in 0..2 {
+        let s = Arc::clone(&shared);
+        tokio::spawn(async move {
+            while let Some(key) = s.queue.get().await {
+                let span = tracing::debug_span!("reconcile", controller = "garbagecollector", %key);
+                match tracing::Instrument::instrument(sync_gc(&s, &key), span).await {
+                    Ok(()) => s.queue.forget(&key),
+                    Err(e) => {
+                        tracing::info!(%key, error = %e, "garbage collection failed; retrying");
+                        s.queue.add_rate_limited(key.clone());
+                    }
+                }
+                s.queue.done(&key);
+            }
+        });
+    }
+}
+
+async fn sync_gc(s: &GcShared, key: &str) -> Result<(), kube::Error> {
+    use crate::gc::{self, Action};
+    let mut parts = key.splitn(3, '/');
+    let (Some(kind), Some(ns), Some(name)) = (parts.next(), parts.next(), parts.next()) else {
+        return Ok(());
+    };
+    let all = s.all();
+    let Some((_, obj)) = all.iter().find(|(k, v)| {
+        *k == kind && v["metadata"]["namespace"] == ns && v["metadata"]["name"] == name
+    }) else {
+        return Ok(());
+    };
+    let uid = obj["metadata"]["uid"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let alive = |k: &str, u: &str| {
+        all.iter()
+            .any(|(kk, v)| *kk == k && v["metadata"]["uid"] == u)
+    };
+    let dependents: Vec<(&str, &Value)> = all
+        .iter()
+        .filter(|(_, v)| {
+            v["metadata"]["namespace"] == ns
+                && v["metadata"]["ownerReferences"]
+                    .as_array()
+                    .is_some_and(|r| r.iter().any(|o| o["uid"] == uid.as_str()))
+        })
+        .map(|(k, v)| (*k, v))
+        .collect();
+    let dep_values: Vec<&Value> = dependents.iter().map(|(_, v)| *v).collect();
+    let kind_of = |name: &str| {
+        dependents
+            .iter()
+            .find(|(_, v)| v["metadata"]["name"] == name)
+            .map(|(k, v)| (*k, *v))
+    };
+    for action in gc::plan(obj, &alive, &dep_values) {
+        match action {
+            Action::DeleteOrphan => {
+                match s
+                    .api(kind, ns)
+                    .delete(name, &DeleteParams::background())
+                    .await
+                {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(e)) if e.code == 404 => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Action::Orphan { dependents } => {
+                for d in dependents {
+                    let Some((dk, dv)) = kind_of(&d) else {
+                        continue;
+                    };
+                    let patch = json!({"metadata": {
+                        "ownerReferences": gc::without_owner(dv, &uid),
+                        "uid": dv["metadata"]["uid"],
+                    }});
+                    s.api(dk, ns)
+                        .patch(&d, &PatchParams::default(), &Patch::Merge(&patch))
+                        .await?;
+                }
+                s.queue.add(key.to_string());
+            }
+            Action::DeleteDependents(names) => {
+                for d in names {
+                    let Some((dk, _)) = kind_of(&d) else { continue };
+                    match s.api(dk, ns).delete(&d, &DeleteParams::foreground()).await {
+                        Ok(_) => {}
+                        Err(kube::Error::Api(e)) if e.code == 404 => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+            Action::RemoveFinalizer(f) => {
+                let finalizers: Vec<Value> = obj["metadata"]["finalizers"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|x| *x != f)
+                    .cloned()
+                    .collect();
+                let patch = json!({"metadata": {"finalizers": finalizers,
+                    "resourceVersion": obj["metadata"]["resourceVersion"]}});
+                match s
+                    .api(kind, ns)
+                    .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {
+                        s.queue.add(key.to_string());
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+    }
+    Ok(())
+}

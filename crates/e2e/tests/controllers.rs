@@ -165,3 +165,85 @@ fn deployment_controller_creates_and_rolls_replica_sets() {
         rv
     );
 }
+
+#[test]
+fn garbage_collector_cascades_in_all_three_modes() {
+    let server = RkubeServer::start();
+    server.wait_for_object(&["get", "serviceaccount", "default"]);
+    let count = |what: &str, label: &str| {
+        json_of(&server, &[what, "-l", label])["items"]
+            .as_array()
+            .map_or(0, |i| {
+                i.iter()
+                    .filter(|o| o["metadata"]["deletionTimestamp"].is_null())
+                    .count()
+            })
+    };
+    for name in ["bg", "fg", "orph"] {
+        server.kubectl_ok(
+            Some("1.33"),
+            &[
+                "create",
+                "deployment",
+                name,
+                "--image=registry.local/web:1",
+                "--replicas=2",
+            ],
+        );
+    }
+    for name in ["bg", "fg", "orph"] {
+        let label = format!("app={name}");
+        eventually("replica sets and pods", || {
+            count("rs", &label) == 1 && count("pods", &label) == 2
+        });
+    }
+    // Background: the Deployment goes at once, its ReplicaSet and pods after it.
+    server.kubectl_ok(Some("1.33"), &["delete", "deployment", "bg"]);
+    eventually("background cascade", || {
+        count("rs", "app=bg") == 0 && count("pods", "app=bg") == 0
+    });
+    // Foreground: dependents first, then the Deployment itself.
+    server.kubectl_ok(
+        Some("1.33"),
+        &[
+            "delete",
+            "deployment",
+            "fg",
+            "--cascade=foreground",
+            "--wait=false",
+        ],
+    );
+    eventually("foreground cascade", || {
+        count("rs", "app=fg") == 0
+            && count("pods", "app=fg") == 0
+            && !server
+                .kubectl_v(Some("1.33"), &["get", "deployment", "fg"])
+                .status
+                .success()
+    });
+    // Orphan: the ReplicaSet stays, without its owner reference.
+    server.kubectl_ok(
+        Some("1.33"),
+        &[
+            "delete",
+            "deployment",
+            "orph",
+            "--cascade=orphan",
+            "--wait=false",
+        ],
+    );
+    eventually("orphaned", || {
+        !server
+            .kubectl_v(Some("1.33"), &["get", "deployment", "orph"])
+            .status
+            .success()
+    });
+    let rs = &json_of(&server, &["rs", "-l", "app=orph"])["items"][0];
+    assert!(
+        rs["metadata"]["ownerReferences"]
+            .as_array()
+            .is_none_or(|r| r.is_empty()),
+        "{rs}"
+    );
+    assert_eq!(count("pods", "app=orph"), 2);
+}

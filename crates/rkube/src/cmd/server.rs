@@ -307,15 +307,31 @@ async fn run_controllers(kubeconfig: &std::path::Path) -> anyhow::Result<()> {
         controllers::run::controller_client(&reader, kubeconfig, "replicaset-controller").await?;
     let d_writer =
         controllers::run::controller_client(&reader, kubeconfig, "deployment-controller").await?;
-    tracing::info!("controller manager: replicaset and deployment controllers started");
+    let gc_writer =
+        controllers::run::controller_client(&reader, kubeconfig, "generic-garbage-collector")
+            .await?;
+    tracing::info!(
+        "controller manager: replicaset, deployment and garbage collector controllers started"
+    );
     // One list+watch per resource type, shared by the controllers.
     use controllers::informers::Informer;
     let replicasets = Informer::start(kube::Api::all(reader.clone()));
     let pods = Informer::start(kube::Api::all(reader.clone()));
     let deployments = Informer::start(kube::Api::all(reader));
     tokio::join!(
-        controllers::run::run_replicasets(std::sync::Arc::clone(&replicasets), pods, rs_writer, 5),
-        controllers::run::run_deployments(deployments, replicasets, d_writer, 5),
+        controllers::run::run_replicasets(
+            std::sync::Arc::clone(&replicasets),
+            std::sync::Arc::clone(&pods),
+            rs_writer,
+            5
+        ),
+        controllers::run::run_deployments(
+            std::sync::Arc::clone(&deployments),
+            std::sync::Arc::clone(&replicasets),
+            d_writer,
+            5
+        ),
+        controllers::run::run_gc(deployments, replicasets, pods, gc_writer),
     );
     Ok(())
 }
