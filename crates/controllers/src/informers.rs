@@ -13,8 +13,9 @@ use kube::runtime::watcher;
 use serde::de::DeserializeOwned;
 use tokio::sync::broadcast;
 
-/// How many events a slow subscriber may fall behind before it must resync.
-const BUFFER: usize = 16 * 1024;
+/// How many events a slow subscriber may fall behind before it must resync (the channel
+/// holds shared pointers, so its slots cost a pointer each).
+const BUFFER: usize = 4096;
 
 /// One resource type's cache and event stream.
 pub struct Informer<K: kube::Resource + Clone + 'static>
@@ -22,7 +23,7 @@ where
     K::DynamicType: std::hash::Hash + Eq + Clone,
 {
     pub store: Store<K>,
-    events: broadcast::Sender<watcher::Event<K>>,
+    events: broadcast::Sender<Arc<watcher::Event<K>>>,
 }
 
 /// What a subscriber receives next.
@@ -51,7 +52,7 @@ where
             while let Some(e) = stream.next().await {
                 match e {
                     Ok(event) => {
-                        let _ = tx.send(event);
+                        let _ = tx.send(Arc::new(event));
                     }
                     Err(e) => {
                         tracing::debug!(error = %e, "watch error; the watcher backs off and resumes")
@@ -63,7 +64,7 @@ where
     }
 
     /// A new subscription to the events from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<watcher::Event<K>> {
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<watcher::Event<K>>> {
         self.events.subscribe()
     }
 
@@ -74,9 +75,9 @@ where
 }
 
 /// The next event of a subscription.
-pub async fn next<K: Clone>(rx: &mut broadcast::Receiver<watcher::Event<K>>) -> Next<K> {
+pub async fn next<K: Clone>(rx: &mut broadcast::Receiver<Arc<watcher::Event<K>>>) -> Next<K> {
     match rx.recv().await {
-        Ok(e) => Next::Event(e),
+        Ok(e) => Next::Event(e.as_ref().clone()),
         Err(broadcast::error::RecvError::Lagged(n)) => {
             tracing::warn!(missed = n, "informer subscriber fell behind; resyncing");
             Next::Resync

@@ -610,6 +610,62 @@ impl GcShared {
         out
     }
 
+    /// The cached object `kind` `ns`/`name`.
+    fn get(&self, kind: &str, ns: &str, name: &str) -> Option<Value> {
+        fn of<K: kube::Resource<DynamicType = ()> + Clone + serde::Serialize>(
+            store: &Store<K>,
+            ns: &str,
+            name: &str,
+        ) -> Option<Value> {
+            store
+                .get(&ObjectRef::new(name).within(ns))
+                .and_then(|o| serde_json::to_value(o.as_ref()).ok())
+        }
+        match kind {
+            "Deployment" => of(&self.deployments, ns, name),
+            "ReplicaSet" => of(&self.replicasets, ns, name),
+            "Pod" => of(&self.pods, ns, name),
+            _ => None,
+        }
+    }
+
+    /// Whether an object of `kind` with `uid` is cached (only that kind's cache is read).
+    fn alive(&self, kind: &str, uid: &str) -> bool {
+        let has = |u: Option<&String>| u.is_some_and(|u| u == uid);
+        match kind {
+            "Deployment" => self
+                .deployments
+                .state()
+                .iter()
+                .any(|o| has(o.metadata.uid.as_ref())),
+            "ReplicaSet" => self
+                .replicasets
+                .state()
+                .iter()
+                .any(|o| has(o.metadata.uid.as_ref())),
+            "Pod" => self
+                .pods
+                .state()
+                .iter()
+                .any(|o| has(o.metadata.uid.as_ref())),
+            _ => true,
+        }
+    }
+
+    /// The cached objects with `owner` among their owner references.
+    fn dependents_of(&self, owner: &Value) -> Vec<(&'static str, Value)> {
+        let uid = &owner["metadata"]["uid"];
+        self.all()
+            .into_iter()
+            .filter(|(_, d)| {
+                d["metadata"]["namespace"] == owner["metadata"]["namespace"]
+                    && d["metadata"]["ownerReferences"]
+                        .as_array()
+                        .is_some_and(|r| r.iter().any(|o| o["uid"] == *uid))
+            })
+            .collect()
+    }
+
     fn api(&self, kind: &str, ns: &str) -> Api<kube::core::DynamicObject> {
         let ar = match kind {
             "Deployment" => kube::core::ApiResource::erase::<Deployment>(&()),
@@ -642,69 +698,14 @@ pub async fn run_gc(
         queue: WorkQueue::new(),
         writer,
     });
-    // An event on an object concerns it (as a dependent) and its owners (as owners
-    // waiting for their dependents).
-    fn enqueue(s: &GcShared, kind: &str, obj: &Value) {
-        s.queue.add(gc_key(kind, &obj["metadata"]));
-        // Its dependents (an owner deleted leaves them orphaned).
-        let uid = &obj["metadata"]["uid"];
-        for (dk, d) in s.all() {
-            if d["metadata"]["ownerReferences"]
-                .as_array()
-                .is_some_and(|r| r.iter().any(|o| o["uid"] == *uid))
-            {
-                s.queue.add(gc_key(dk, &d["metadata"]));
-            }
-        }
-        for o in obj["metadata"]["ownerReferences"]
-            .as_array()
-            .into_iter()
-            .flatten()
-        {
-            s.queue.add(format!(
-                "{}/{}/{}",
-                o["kind"].as_str().unwrap_or_default(),
-                obj["metadata"]["namespace"].as_str().unwrap_or_default(),
-                o["name"].as_str().unwrap_or_default()
-            ));
-        }
-    }
-    macro_rules! follow {
-        ($informer:expr, $kind:expr) => {{
-            let mut rx = $informer.subscribe();
-            let s = Arc::clone(&shared);
-            tokio::spawn(async move {
-                loop {
-                    match informers::next(&mut rx).await {
-                        Next::Event(
-                            watcher::Event::Apply(o)
-                            | watcher::Event::InitApply(o)
-                            | watcher::Event::Delete(o),
-                        ) => {
-                            if let Ok(v) = serde_json::to_value(&o) {
-                                enqueue(&s, $kind, &v);
-                            }
-                        }
-                        Next::Event(_) => {}
-                        Next::Resync => {
-                            for (kind, v) in s.all() {
-                                enqueue(&s, kind, &v);
-                            }
-                        }
-                        Next::Closed => break,
-                    }
-                }
-            });
-        }};
-    }
-    follow!(deployments, "Deployment");
-    follow!(replicasets, "ReplicaSet");
-    follow!(pods, "Pod");
+    follow_gc(&shared, "Deployment", deployments.subscribe());
+    follow_gc(&shared, "ReplicaSet", replicasets.subscribe());
+    follow_gc(&shared, "Pod", pods.subscribe());
     deployments.synced().await;
     replicasets.synced().await;
     pods.synced().await;
     for (kind, v) in shared.all() {
-        enqueue(&shared, kind, &v);
+        gc_enqueue(&shared, kind, &v, false);
     }
     for _ in 0..2 {
         let s = Arc::clone(&shared);
@@ -724,36 +725,80 @@ pub async fn run_gc(
     }
 }
 
+/// An event on an object concerns it (as a dependent), its owners (waiting for their
+/// dependents) and, when it is gone or going, its dependents (maybe orphaned now).
+fn gc_enqueue(s: &GcShared, kind: &str, obj: &Value, gone: bool) {
+    s.queue.add(gc_key(kind, &obj["metadata"]));
+    for o in obj["metadata"]["ownerReferences"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        s.queue.add(format!(
+            "{}/{}/{}",
+            o["kind"].as_str().unwrap_or_default(),
+            obj["metadata"]["namespace"].as_str().unwrap_or_default(),
+            o["name"].as_str().unwrap_or_default()
+        ));
+    }
+    if gone || !obj["metadata"]["deletionTimestamp"].is_null() {
+        for (dk, d) in s.dependents_of(obj) {
+            s.queue.add(gc_key(dk, &d["metadata"]));
+        }
+    }
+}
+
+fn follow_gc<K>(
+    shared: &Arc<GcShared>,
+    kind: &'static str,
+    mut rx: tokio::sync::broadcast::Receiver<Arc<watcher::Event<K>>>,
+) where
+    K: serde::Serialize + Clone + Send + Sync + 'static,
+{
+    let s = Arc::clone(shared);
+    tokio::spawn(async move {
+        loop {
+            let (obj, gone) = match informers::next(&mut rx).await {
+                Next::Event(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => (o, false),
+                Next::Event(watcher::Event::Delete(o)) => (o, true),
+                Next::Event(_) => continue,
+                Next::Resync => {
+                    for (k, v) in s.all() {
+                        gc_enqueue(&s, k, &v, false);
+                    }
+                    continue;
+                }
+                Next::Closed => break,
+            };
+            if let Ok(v) = serde_json::to_value(&obj) {
+                gc_enqueue(&s, kind, &v, gone);
+            }
+        }
+    });
+}
+
 async fn sync_gc(s: &GcShared, key: &str) -> Result<(), kube::Error> {
     use crate::gc::{self, Action};
     let mut parts = key.splitn(3, '/');
     let (Some(kind), Some(ns), Some(name)) = (parts.next(), parts.next(), parts.next()) else {
         return Ok(());
     };
-    let all = s.all();
-    let Some((_, obj)) = all.iter().find(|(k, v)| {
-        *k == kind && v["metadata"]["namespace"] == ns && v["metadata"]["name"] == name
-    }) else {
+    let Some(obj) = s.get(kind, ns, name) else {
         return Ok(());
     };
+    let obj = &obj;
     let uid = obj["metadata"]["uid"]
         .as_str()
         .unwrap_or_default()
         .to_string();
-    let alive = |k: &str, u: &str| {
-        all.iter()
-            .any(|(kk, v)| *kk == k && v["metadata"]["uid"] == u)
+    let alive = |k: &str, u: &str| s.alive(k, u);
+    // Dependents matter only to an owner being deleted.
+    let dependents: Vec<(&str, Value)> = if obj["metadata"]["deletionTimestamp"].is_null() {
+        Vec::new()
+    } else {
+        s.dependents_of(obj)
     };
-    let dependents: Vec<(&str, &Value)> = all
-        .iter()
-        .filter(|(_, v)| {
-            v["metadata"]["namespace"] == ns
-                && v["metadata"]["ownerReferences"]
-                    .as_array()
-                    .is_some_and(|r| r.iter().any(|o| o["uid"] == uid.as_str()))
-        })
-        .map(|(k, v)| (*k, v))
-        .collect();
+    let dependents: Vec<(&str, &Value)> = dependents.iter().map(|(k, v)| (*k, v)).collect();
     let dep_values: Vec<&Value> = dependents.iter().map(|(_, v)| *v).collect();
     let kind_of = |name: &str| {
         dependents
