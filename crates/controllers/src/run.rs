@@ -234,23 +234,13 @@ pub async fn run_replicasets(
     for rs in shared.replicasets.state() {
         shared.queue.add(object_key(&rs.metadata));
     }
-    for _ in 0..workers.max(1) {
-        let s = Arc::clone(&shared);
-        tokio::spawn(async move {
-            while let Some(key) = s.queue.get().await {
-                let span = tracing::debug_span!("reconcile", controller = "replicaset", %key);
-                let result = tracing::Instrument::instrument(sync(&s, &key), span).await;
-                match result {
-                    Ok(()) => s.queue.forget(&key),
-                    Err(e) => {
-                        tracing::info!(%key, error = %e, "replicaset sync failed; retrying");
-                        s.queue.add_rate_limited(key.clone());
-                    }
-                }
-                s.queue.done(&key);
-            }
-        });
-    }
+    spawn_workers(
+        &shared,
+        &shared.queue,
+        workers,
+        "replicaset",
+        |s, key| async move { sync(&s, &key).await },
+    );
 }
 
 /// Carries out a claim: adopted objects get `owner` as their controller, released ones
@@ -290,6 +280,41 @@ async fn adopt_and_release<K>(
         {
             tracing::info!(object = name, adopt, error = %e, "adoption or release failed");
         }
+    }
+}
+
+/// Starts `workers` workers taking keys off `queue` and running `sync` on each, in a
+/// span per reconcile: a success forgets the key's back-off, a failure retries it
+/// rate-limited.
+fn spawn_workers<S, F, Fut>(
+    shared: &Arc<S>,
+    queue: &WorkQueue<String>,
+    workers: usize,
+    controller: &'static str,
+    sync: F,
+) where
+    S: Send + Sync + 'static,
+    F: Fn(Arc<S>, String) -> Fut + Copy + Send + 'static,
+    Fut: std::future::Future<Output = Result<(), kube::Error>> + Send,
+{
+    for _ in 0..workers.max(1) {
+        let s = Arc::clone(shared);
+        let queue = queue.clone();
+        tokio::spawn(async move {
+            while let Some(key) = queue.get().await {
+                let span = tracing::debug_span!("reconcile", controller, %key);
+                let result =
+                    tracing::Instrument::instrument(sync(Arc::clone(&s), key.clone()), span).await;
+                match result {
+                    Ok(()) => queue.forget(&key),
+                    Err(e) => {
+                        tracing::info!(controller, %key, error = %e, "sync failed; retrying");
+                        queue.add_rate_limited(key.clone());
+                    }
+                }
+                queue.done(&key);
+            }
+        });
     }
 }
 
@@ -489,22 +514,13 @@ pub async fn run_deployments(
     for d in shared.deployments.state() {
         shared.queue.add(object_key(&d.metadata));
     }
-    for _ in 0..workers.max(1) {
-        let s = Arc::clone(&shared);
-        tokio::spawn(async move {
-            while let Some(key) = s.queue.get().await {
-                let span = tracing::debug_span!("reconcile", controller = "deployment", %key);
-                match tracing::Instrument::instrument(sync_deployment(&s, &key), span).await {
-                    Ok(()) => s.queue.forget(&key),
-                    Err(e) => {
-                        tracing::info!(%key, error = %e, "deployment sync failed; retrying");
-                        s.queue.add_rate_limited(key.clone());
-                    }
-                }
-                s.queue.done(&key);
-            }
-        });
-    }
+    spawn_workers(
+        &shared,
+        &shared.queue,
+        workers,
+        "deployment",
+        |s, key| async move { sync_deployment(&s, &key).await },
+    );
 }
 
 /// One `syncDeployment`.
@@ -707,22 +723,13 @@ pub async fn run_gc(
     for (kind, v) in shared.all() {
         gc_enqueue(&shared, kind, &v, false);
     }
-    for _ in 0..2 {
-        let s = Arc::clone(&shared);
-        tokio::spawn(async move {
-            while let Some(key) = s.queue.get().await {
-                let span = tracing::debug_span!("reconcile", controller = "garbagecollector", %key);
-                match tracing::Instrument::instrument(sync_gc(&s, &key), span).await {
-                    Ok(()) => s.queue.forget(&key),
-                    Err(e) => {
-                        tracing::info!(%key, error = %e, "garbage collection failed; retrying");
-                        s.queue.add_rate_limited(key.clone());
-                    }
-                }
-                s.queue.done(&key);
-            }
-        });
-    }
+    spawn_workers(
+        &shared,
+        &shared.queue,
+        2,
+        "garbagecollector",
+        |s, key| async move { sync_gc(&s, &key).await },
+    );
 }
 
 /// An event on an object concerns it (as a dependent), its owners (waiting for their
