@@ -3,9 +3,9 @@
 # `rkube server` (control plane on embedded SQLite, HTTPS on :6443) in the background unless
 # one already answers, and deploys the demo with the real kubectl.
 #
-# Today the API server and the Deployment and ReplicaSet controllers turn the Deployment
-# into a ReplicaSet and three pods; the scheduler and kubelet that run them land with the
-# next issues, so the demo stops at Pending pods and says so.
+# Today the API server, the controllers and the scheduler turn the Deployment into a
+# ReplicaSet and three pods; the node agent (kubelet) that runs them lands with issue 6, so
+# with no node yet the demo stops at Pending pods (FailedScheduling) and says so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
@@ -40,4 +40,4 @@ kubectl get deployment nginx >/dev/null 2>&1 ||
 kubectl get deployments,replicasets,pods -o wide
 echo
 echo "export KUBECONFIG=$KUBECONFIG   # to use kubectl against this cluster"
-echo "Pods stay Pending for now: the scheduler and kubelet are issues 5-7."
+echo "Pods stay Pending for now: there is no node until the kubelet (issue 6) lands."

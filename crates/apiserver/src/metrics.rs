@@ -1,7 +1,7 @@
 //! `/metrics`: Prometheus text with upstream's request metrics.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use api::catalog::ResourceInfo;
@@ -35,10 +35,15 @@ struct Inner {
     watches: BTreeMap<(String, String, String), i64>,
 }
 
+/// Another component's metrics text, appended to `/metrics` (the scheduler and
+/// controllers running in the same process).
+pub type Source = Arc<dyn Fn() -> String + Send + Sync>;
+
 /// Request counters and latency histograms.
 #[derive(Default)]
 pub struct Metrics {
     inner: Mutex<Inner>,
+    sources: Mutex<Vec<Source>>,
 }
 
 fn scope(info: &RequestInfo) -> &'static str {
@@ -109,10 +114,26 @@ impl Metrics {
             .or_default() -= 1;
     }
 
+    /// Appends another component's metrics to the exposition.
+    pub fn add_source(&self, source: Source) {
+        match self.sources.lock() {
+            Ok(mut g) => g.push(source),
+            Err(p) => p.into_inner().push(source),
+        }
+    }
+
+    fn sources_text(&self) -> String {
+        let sources = match self.sources.lock() {
+            Ok(g) => g.clone(),
+            Err(p) => p.into_inner().clone(),
+        };
+        sources.iter().map(|s| s()).collect()
+    }
+
     /// The exposition text.
     pub fn render(&self, registry: &Registry) -> String {
+        let mut out = self.sources_text();
         let inner = self.lock();
-        let mut out = String::new();
         out.push_str("# HELP apiserver_request_total Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.\n# TYPE apiserver_request_total counter\n");
         for (((verb, group, version, resource, sub, scope), code), n) in &inner.requests {
             out.push_str(&format!(

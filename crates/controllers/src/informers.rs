@@ -9,7 +9,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use kube::Api;
 use kube::runtime::reflector::{self, Store};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use serde::de::DeserializeOwned;
 use tokio::sync::broadcast;
 
@@ -23,16 +23,45 @@ where
     K::DynamicType: std::hash::Hash + Eq + Clone,
 {
     pub store: Store<K>,
-    events: broadcast::Sender<Arc<watcher::Event<K>>>,
+    events: broadcast::Sender<Change<K>>,
+}
+
+/// An event as subscribers share it: the object behind a pointer, never copied per
+/// subscriber.
+#[derive(Debug)]
+pub enum Change<K> {
+    Apply(Arc<K>),
+    Delete(Arc<K>),
+    Other,
+}
+
+impl<K> Clone for Change<K> {
+    fn clone(&self) -> Self {
+        match self {
+            Change::Apply(o) => Change::Apply(Arc::clone(o)),
+            Change::Delete(o) => Change::Delete(Arc::clone(o)),
+            Change::Other => Change::Other,
+        }
+    }
 }
 
 /// What a subscriber receives next.
 pub enum Next<K> {
-    Event(watcher::Event<K>),
+    /// Added or modified (also while listing).
+    Apply(Arc<K>),
+    Delete(Arc<K>),
+    /// A list started or ended.
+    Other,
     /// Events were missed: re-read everything from the store.
     Resync,
     /// The informer stopped.
     Closed,
+}
+
+/// Drops what controllers never read from cached objects (as upstream's informers
+/// strip `managedFields`), which is most of an object's size.
+fn trim<K: kube::Resource>(o: &mut K) {
+    o.meta_mut().managed_fields = None;
 }
 
 impl<K> Informer<K>
@@ -46,13 +75,23 @@ where
         let (events, _) = broadcast::channel(BUFFER);
         let informer = Arc::new(Informer { store, events });
         let tx = informer.events.clone();
-        let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()));
+        let stream = reflector::reflector(
+            writer,
+            watcher(api, watcher::Config::default()).modify(trim::<K>),
+        );
         tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
             while let Some(e) = stream.next().await {
                 match e {
                     Ok(event) => {
-                        let _ = tx.send(Arc::new(event));
+                        let change = match event {
+                            watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
+                                Change::Apply(Arc::new(o))
+                            }
+                            watcher::Event::Delete(o) => Change::Delete(Arc::new(o)),
+                            watcher::Event::Init | watcher::Event::InitDone => Change::Other,
+                        };
+                        let _ = tx.send(change);
                     }
                     Err(e) => {
                         tracing::debug!(error = %e, "watch error; the watcher backs off and resumes")
@@ -64,7 +103,7 @@ where
     }
 
     /// A new subscription to the events from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<watcher::Event<K>>> {
+    pub fn subscribe(&self) -> broadcast::Receiver<Change<K>> {
         self.events.subscribe()
     }
 
@@ -75,9 +114,11 @@ where
 }
 
 /// The next event of a subscription.
-pub async fn next<K: Clone>(rx: &mut broadcast::Receiver<Arc<watcher::Event<K>>>) -> Next<K> {
+pub async fn next<K>(rx: &mut broadcast::Receiver<Change<K>>) -> Next<K> {
     match rx.recv().await {
-        Ok(e) => Next::Event(e.as_ref().clone()),
+        Ok(Change::Apply(o)) => Next::Apply(o),
+        Ok(Change::Delete(o)) => Next::Delete(o),
+        Ok(Change::Other) => Next::Other,
         Err(broadcast::error::RecvError::Lagged(n)) => {
             tracing::warn!(missed = n, "informer subscriber fell behind; resyncing");
             Next::Resync

@@ -7,6 +7,8 @@
 pub mod deployment;
 pub mod gc;
 pub mod informers;
+pub mod nodeipam;
+pub mod nodelifecycle;
 pub mod pods;
 pub mod replicaset;
 pub mod run;

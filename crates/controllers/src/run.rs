@@ -14,7 +14,6 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::watcher;
 use kube::{Client, Config};
 use runtime::expectations::Expectations;
 use runtime::workqueue::WorkQueue;
@@ -163,13 +162,13 @@ pub async fn run_replicasets(
     tokio::spawn(async move {
         loop {
             match informers::next(&mut rs_events).await {
-                Next::Event(watcher::Event::Apply(rs) | watcher::Event::InitApply(rs)) => {
+                Next::Apply(rs) => {
                     s.queue.add(object_key(&rs.metadata));
                 }
-                Next::Event(watcher::Event::Delete(rs)) => {
+                Next::Delete(rs) => {
                     s.expectations().delete(&object_key(&rs.metadata));
                 }
-                Next::Event(_) => {}
+                Next::Other => {}
                 Next::Resync => {
                     for rs in s.replicasets.state() {
                         s.queue.add(object_key(&rs.metadata));
@@ -184,9 +183,9 @@ pub async fn run_replicasets(
         let mut seen: HashSet<String> = HashSet::new();
         loop {
             let (pod, deleted) = match informers::next(&mut pod_events).await {
-                Next::Event(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => (p, false),
-                Next::Event(watcher::Event::Delete(p)) => (p, true),
-                Next::Event(_) => continue,
+                Next::Apply(p) => (p, false),
+                Next::Delete(p) => (p, true),
+                Next::Other => continue,
                 Next::Resync => {
                     for rs in s.replicasets.state() {
                         s.queue.add(object_key(&rs.metadata));
@@ -195,7 +194,7 @@ pub async fn run_replicasets(
                 }
                 Next::Closed => break,
             };
-            let Ok(value) = serde_json::to_value(&pod) else {
+            let Ok(value) = serde_json::to_value(pod.as_ref()) else {
                 continue;
             };
             let uid = pod.metadata.uid.clone().unwrap_or_default();
@@ -332,14 +331,24 @@ async fn sync(s: &Shared, key: &str) -> Result<(), kube::Error> {
         s.expectations().delete(key);
         return Ok(());
     };
+    let rs_uid = rs.metadata.uid.clone().unwrap_or_default();
     let Ok(rs) = serde_json::to_value(rs.as_ref()) else {
         return Ok(());
     };
+    // Only this ReplicaSet's pods and the orphans it might adopt are looked at closely.
     let pods: Vec<Value> = s
         .pods
         .state()
         .iter()
         .filter(|p| p.metadata.namespace.as_deref() == Some(ns))
+        .filter(|p| {
+            p.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .find(|o| o.controller == Some(true))
+                .is_none_or(|o| o.uid == rs_uid)
+        })
         .filter_map(|p| serde_json::to_value(p.as_ref()).ok())
         .collect();
     let needs_sync = s.expectations().satisfied(key, Instant::now());
@@ -351,6 +360,7 @@ async fn sync(s: &Shared, key: &str) -> Result<(), kube::Error> {
         match replicaset::manage(&rs, &claim.owned, &claim.owned) {
             Manage::Nothing => {}
             Manage::Create(n) => {
+                tracing::debug!(%key, create = n, owned = claim.owned.len(), "scaling up");
                 s.expectations().expect_creations(key, n, Instant::now());
                 let pod: Pod = match serde_json::from_value(replicaset::new_pod(&rs)) {
                     Ok(p) => p,
@@ -380,6 +390,7 @@ async fn sync(s: &Shared, key: &str) -> Result<(), kube::Error> {
                 }
             }
             Manage::Delete(names) => {
+                tracing::debug!(%key, delete = names.len(), owned = claim.owned.len(), "scaling down");
                 let keys: Vec<String> = names.iter().map(|n| key_of(ns, n)).collect();
                 s.expectations()
                     .expect_deletions(key, &keys, Instant::now());
@@ -471,10 +482,10 @@ pub async fn run_deployments(
     tokio::spawn(async move {
         loop {
             match informers::next(&mut d_events).await {
-                Next::Event(watcher::Event::Apply(d) | watcher::Event::InitApply(d)) => {
+                Next::Apply(d) => {
                     s.queue.add(object_key(&d.metadata));
                 }
-                Next::Event(_) => {}
+                Next::Delete(_) | Next::Other => {}
                 Next::Resync => {
                     for d in s.deployments.state() {
                         s.queue.add(object_key(&d.metadata));
@@ -488,12 +499,8 @@ pub async fn run_deployments(
     tokio::spawn(async move {
         loop {
             let rs = match informers::next(&mut rs_events).await {
-                Next::Event(
-                    watcher::Event::Apply(rs)
-                    | watcher::Event::InitApply(rs)
-                    | watcher::Event::Delete(rs),
-                ) => rs,
-                Next::Event(_) => continue,
+                Next::Apply(rs) | Next::Delete(rs) => rs,
+                Next::Other => continue,
                 Next::Resync => {
                     for d in s.deployments.state() {
                         s.queue.add(object_key(&d.metadata));
@@ -502,7 +509,7 @@ pub async fn run_deployments(
                 }
                 Next::Closed => break,
             };
-            if let Ok(value) = serde_json::to_value(&rs) {
+            if let Ok(value) = serde_json::to_value(rs.as_ref()) {
                 for owner in s.owners_of(&value) {
                     s.queue.add(owner);
                 }
@@ -755,21 +762,27 @@ fn gc_enqueue(s: &GcShared, kind: &str, obj: &Value, gone: bool) {
     }
 }
 
+/// Feeds the collector from one informer. Only changes to the graph matter (a new
+/// object, other owner references, a deletion starting or finishing, other finalizers),
+/// so plain updates (status, bindings) are skipped; only metadata is converted.
 fn follow_gc<K>(
     shared: &Arc<GcShared>,
     kind: &'static str,
-    mut rx: tokio::sync::broadcast::Receiver<Arc<watcher::Event<K>>>,
+    mut rx: tokio::sync::broadcast::Receiver<informers::Change<K>>,
 ) where
-    K: serde::Serialize + Clone + Send + Sync + 'static,
+    K: kube::Resource + Send + Sync + 'static,
 {
+    use std::hash::{Hash, Hasher};
     let s = Arc::clone(shared);
     tokio::spawn(async move {
+        let mut last: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
         loop {
             let (obj, gone) = match informers::next(&mut rx).await {
-                Next::Event(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => (o, false),
-                Next::Event(watcher::Event::Delete(o)) => (o, true),
-                Next::Event(_) => continue,
+                Next::Apply(o) => (o, false),
+                Next::Delete(o) => (o, true),
+                Next::Other => continue,
                 Next::Resync => {
+                    last.clear();
                     for (k, v) in s.all() {
                         gc_enqueue(&s, k, &v, false);
                     }
@@ -777,11 +790,47 @@ fn follow_gc<K>(
                 }
                 Next::Closed => break,
             };
-            if let Ok(v) = serde_json::to_value(&obj) {
-                gc_enqueue(&s, kind, &v, gone);
+            let meta = obj.meta();
+            let uid = meta.uid.clone().unwrap_or_default();
+            if gone {
+                last.remove(&uid);
+            } else {
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                format!("{:?}", meta.owner_references).hash(&mut h);
+                meta.deletion_timestamp.is_some().hash(&mut h);
+                meta.finalizers.hash(&mut h);
+                let sig = h.finish();
+                if last.insert(uid, sig) == Some(sig) {
+                    continue;
+                }
+            }
+            if let Ok(m) = serde_json::to_value(meta) {
+                gc_enqueue(&s, kind, &json!({ "metadata": m }), gone);
             }
         }
     });
+}
+
+/// Whether any owner `obj` names exists (same uid), asked of the API server; owners of
+/// kinds this collector does not track count as existing.
+async fn owner_exists_live(s: &GcShared, obj: &Value, ns: &str) -> Result<bool, kube::Error> {
+    for owner in obj["metadata"]["ownerReferences"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let kind = owner["kind"].as_str().unwrap_or_default();
+        if !matches!(kind, "Deployment" | "ReplicaSet" | "Pod") {
+            return Ok(true);
+        }
+        let name = owner["name"].as_str().unwrap_or_default();
+        if let Some(found) = s.api(kind, ns).get_opt(name).await?
+            && found.metadata.uid.as_deref() == owner["uid"].as_str()
+        {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 async fn sync_gc(s: &GcShared, key: &str) -> Result<(), kube::Error> {
@@ -816,13 +865,22 @@ async fn sync_gc(s: &GcShared, key: &str) -> Result<(), kube::Error> {
     for action in gc::plan(obj, &alive, &dep_values) {
         match action {
             Action::DeleteOrphan => {
-                match s
-                    .api(kind, ns)
-                    .delete(name, &DeleteParams::background())
-                    .await
-                {
+                // The caches of owners and dependents may lag one another: confirm with
+                // the API server that no owner exists before deleting (as upstream's
+                // garbage collector looks owners up live).
+                if owner_exists_live(s, obj, ns).await? {
+                    return Ok(());
+                }
+                let dp = DeleteParams {
+                    preconditions: Some(kube::api::Preconditions {
+                        uid: Some(uid.clone()),
+                        resource_version: None,
+                    }),
+                    ..DeleteParams::background()
+                };
+                match s.api(kind, ns).delete(name, &dp).await {
                     Ok(_) => {}
-                    Err(kube::Error::Api(e)) if e.code == 404 => {}
+                    Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
                     Err(e) => return Err(e),
                 }
             }

@@ -126,9 +126,11 @@ fn initializers_hide_objects_until_initialized() {
     let files = tempfile::tempdir().unwrap();
     let tokens = files.path().join("tokens.csv");
     std::fs::write(&tokens, "tok-dev,dev,uid-dev\n").unwrap();
+    // No scheduler: its status writes (no nodes here) would add MODIFIED events.
     let server = Arc::new(RkubeServer::start_with(&[
         "--token-auth-file",
         tokens.to_str().unwrap(),
+        "--disable-scheduler",
     ]));
     server.kubectl_ok(Some("1.33"), &["create", "namespace", "demo"]);
     let out = server.kubectl_stdin(Some("1.33"), &["apply", "-f", "-"], CONFIG);

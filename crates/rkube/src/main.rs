@@ -25,6 +25,13 @@ enum Command {
     Version,
     /// Run the control plane (API server) on an embedded or etcd datastore.
     Server(Box<cmd::server::ServerArgs>),
+    /// Run the controller manager against an API server.
+    ControllerManager(Box<cmd::components::ControllerManagerArgs>),
+    /// Run the scheduler against an API server.
+    Scheduler(Box<cmd::components::SchedulerArgs>),
+    /// Simulate nodes (like kwok) for scale tests: Nodes, Leases and running pods
+    /// without containers.
+    SimNodes(Box<cmd::simnodes::SimNodesArgs>),
     /// Run a benchmark and print its figures.
     Bench {
         #[command(subcommand)]
@@ -58,6 +65,20 @@ fn main() -> anyhow::Result<()> {
                 .enable_all()
                 .build()?;
             rt.block_on(cmd::server::run(*args))
+        }
+        Command::ControllerManager(args) => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
+            .block_on(cmd::components::controller_manager(*args)),
+        Command::Scheduler(args) => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
+            .block_on(cmd::components::scheduler(*args)),
+        Command::SimNodes(args) => {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?;
+            rt.block_on(cmd::simnodes::run(*args))
         }
         Command::Bench { which } => {
             let rt = tokio::runtime::Builder::new_multi_thread()

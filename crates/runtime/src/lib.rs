@@ -1,13 +1,80 @@
-//! The controller runtime, as upstream's `client-go/util/workqueue` and
-//! `pkg/controller` helpers: the pieces every controller of the controller manager and the
-//! scheduler is built from.
+//! The controller runtime, as upstream's `client-go/util/workqueue`, `client-go/tools/record`,
+//! `client-go/tools/leaderelection` and `pkg/controller` helpers: the pieces every
+//! controller of the controller manager and the scheduler is built from.
 //!
 //! - [`workqueue::WorkQueue`]: a deduplicating queue of keys (an item is queued once
 //!   however often it is added, and never handed to two workers at once), with delayed
 //!   adds and per-item rate limiting ([`ratelimit`]).
 //! - [`expectations::Expectations`]: upstream's `ControllerExpectations`, so a controller
 //!   does not create or delete again while its cache has not caught up with what it did.
+//! - [`events::Recorder`]: upstream's event recorder, emitting core/v1 Events through the
+//!   API server with upstream's correlation ([`events::Correlator`]: repeated events
+//!   counted, similar ones aggregated, spam dropped).
+//! - [`leaderelection::LeaderElector`]: upstream's leader election over a
+//!   `coordination.k8s.io/v1` Lease, so one of several replicas runs the controllers; the
+//!   decision is pure ([`leaderelection::decide`]), the Lease is read and written through
+//!   [`leaderelection::LeaseClient`].
 
+pub mod events;
 pub mod expectations;
+pub mod leaderelection;
 pub mod ratelimit;
 pub mod workqueue;
+
+/// The runtime's errors: writing events through an [`events::Sink`], Leases through a
+/// [`leaderelection::LeaseClient`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// The object is not there (404): an event to patch is gone.
+    #[error("event {namespace}/{name} not found")]
+    NotFound { namespace: String, name: String },
+    /// The API server answered with an error status; writing again would not help.
+    #[error("server rejected the request ({code} {reason}): {message}")]
+    Rejected {
+        code: u16,
+        reason: String,
+        message: String,
+        /// The `details.causes[].reason` of the status (e.g. `NamespaceTerminating`).
+        causes: Vec<String>,
+    },
+    /// The request could not be built; it would be built the same next time.
+    #[error("cannot build the request: {0}")]
+    Request(String),
+    /// The server could not be reached or its answer not read; worth retrying.
+    #[error("cannot reach the server: {0}")]
+    Transport(String),
+    /// A leader election configuration upstream rejects (e.g. a renew deadline not shorter
+    /// than the lease duration).
+    #[error("invalid leader election configuration: {0}")]
+    InvalidConfig(String),
+}
+
+impl Error {
+    /// Whether writing again may succeed (upstream retries only transport failures).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Error::Transport(_))
+    }
+}
+
+impl From<kube::Error> for Error {
+    /// An API status is a rejection (not retried); a request that cannot be built stays
+    /// unbuildable; anything else is a transport failure, worth retrying.
+    fn from(err: kube::Error) -> Self {
+        match err {
+            kube::Error::Api(status) => Error::Rejected {
+                code: status.code,
+                reason: status.reason.clone(),
+                message: status.message.clone(),
+                causes: status
+                    .details
+                    .iter()
+                    .flat_map(|d| d.causes.iter().map(|c| c.reason.clone()))
+                    .collect(),
+            },
+            e @ (kube::Error::BuildRequest(_) | kube::Error::HttpError(_)) => {
+                Error::Request(e.to_string())
+            }
+            e => Error::Transport(e.to_string()),
+        }
+    }
+}

@@ -1,155 +1,435 @@
 #![allow(clippy::unwrap_used)]
 
-use serde_json::json;
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use super::*;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use serde_json::{Value, json};
 
-fn node(name: &str, cpu: &str, memory: &str, pods: i64) -> Value {
-    json!({"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "zone": "a"}},
-        "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": pods.to_string()}}})
+use crate::cache::Cache;
+use crate::config::{default_profile, from_config, from_policy};
+use crate::framework::{Algorithm, CycleState, Plugin, fit_error, num_feasible_nodes_to_find};
+use crate::model::{NodeInfo, PodInfo};
+use crate::plugins::{NodeAffinity, NodeResourcesFit, TaintToleration};
+use crate::preemption::preempt;
+
+fn node_json(name: &str, zone: &str, cpu: &str, pods: i64) -> Value {
+    json!({"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name,
+            "topology.kubernetes.io/zone": zone}},
+        "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": pods.to_string()}}})
 }
 
-fn pod(cpu: &str) -> Value {
-    json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}})
+fn node(v: Value) -> Node {
+    serde_json::from_value(v).unwrap()
 }
 
-fn info(node: &Value) -> NodeInfo<'_> {
-    NodeInfo {
-        node,
-        pods: Vec::new(),
+fn pod_json(name: &str, labels: Value, cpu: &str) -> Value {
+    json!({"metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}"),
+            "labels": labels},
+        "spec": {"containers": [{"name": "c", "image": "web",
+            "resources": {"requests": {"cpu": cpu, "memory": "100Mi"}}}]}})
+}
+
+fn pod(v: Value) -> PodInfo {
+    PodInfo::from_pod(&serde_json::from_value::<Pod>(v).unwrap())
+}
+
+fn cluster(n: usize, zones: usize) -> Cache {
+    let mut c = Cache::new();
+    for i in 0..n {
+        c.set_node(&node(node_json(
+            &format!("n{i}"),
+            &format!("z{}", i % zones.max(1)),
+            "4",
+            110,
+        )));
     }
+    c
+}
+
+fn bind(c: &mut Cache, mut p: PodInfo, node: &str) {
+    p.node_name = node.into();
+    c.set_pod(p);
+}
+
+fn info(c: &Cache, name: &str) -> NodeInfo {
+    c.node(name).unwrap().clone()
 }
 
 #[test]
 fn requests_sum_containers_and_take_the_largest_init_container() {
-    let p = json!({"spec": {
-        "initContainers": [{"resources": {"requests": {"cpu": "2"}}}],
-        "containers": [{"resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}, {"resources": {"requests": {"cpu": "700m"}}}],
+    let p = pod(json!({"metadata": {"name": "p"}, "spec": {
+        "initContainers": [{"name": "i", "resources": {"requests": {"cpu": "2"}}}],
+        "containers": [{"name": "a", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}},
+                       {"name": "b", "resources": {"requests": {"cpu": "700m"}}}],
         "overhead": {"cpu": "100m"},
-    }});
-    let r = pod_requests(&p);
-    assert_eq!(r["cpu"], 2100);
-    assert_eq!(r["memory"], 1 << 30);
+    }}));
+    assert_eq!(p.requests.milli_cpu, 2100);
+    assert_eq!(p.requests.memory, 1 << 30);
+    let empty = pod(json!({"metadata": {"name": "e"}, "spec": {"containers": [{"name": "a"}]}}));
+    assert_eq!(empty.non_zero_cpu, 100);
+    assert_eq!(empty.non_zero_memory, 200 * 1024 * 1024);
 }
 
 #[test]
 fn resources_fit_with_upstreams_reasons() {
-    let n = node("n1", "2", "4Gi", 2);
-    let busy = pod("1500m");
-    let mut ni = info(&n);
-    assert!(node_resources_fit(&pod("1"), &ni).is_empty());
-    ni.pods.push(&busy);
-    assert_eq!(node_resources_fit(&pod("1"), &ni), vec!["Insufficient cpu"]);
-    ni.pods.push(&busy);
+    let mut c = Cache::new();
+    c.set_node(&node(node_json("n1", "a", "2", 2)));
+    let fit = NodeResourcesFit::default();
+    let st = CycleState::default();
+    let one = pod(pod_json("one", json!({}), "1"));
+    assert!(fit.filter(&one, &info(&c, "n1"), &c, &st).is_none());
+    bind(&mut c, pod(pod_json("busy", json!({}), "1500m")), "n1");
+    let f = fit.filter(&one, &info(&c, "n1"), &c, &st).unwrap();
+    assert_eq!(f.reasons, ["Insufficient cpu"]);
+    bind(&mut c, pod(pod_json("busy2", json!({}), "10m")), "n1");
+    let small = pod(pod_json("small", json!({}), "600m"));
+    let f = fit.filter(&small, &info(&c, "n1"), &c, &st).unwrap();
+    assert_eq!(f.reasons, ["Too many pods", "Insufficient cpu"]);
+}
+
+#[test]
+fn taints_and_node_affinity() {
+    let mut c = Cache::new();
+    let mut n = node_json("n1", "a", "2", 10);
+    n["spec"] = json!({"taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]});
+    c.set_node(&node(n));
+    let st = CycleState::default();
+    let plain = pod(pod_json("p", json!({}), "1"));
+    let f = TaintToleration
+        .filter(&plain, &info(&c, "n1"), &c, &st)
+        .unwrap();
+    assert_eq!(f.reasons, ["node(s) had untolerated taint {dedicated: db}"]);
+    assert!(f.unresolvable);
+    let mut tol = pod_json("t", json!({}), "1");
+    tol["spec"]["tolerations"] = json!([{"key": "dedicated", "operator": "Exists"}]);
+    assert!(
+        TaintToleration
+            .filter(&pod(tol), &info(&c, "n1"), &c, &st)
+            .is_none()
+    );
+    let mut sel = pod_json("s", json!({}), "1");
+    sel["spec"]["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+        {"nodeSelectorTerms": [{"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["b"]}]}]}}});
+    let f = NodeAffinity
+        .filter(&pod(sel), &info(&c, "n1"), &c, &st)
+        .unwrap();
     assert_eq!(
-        node_resources_fit(&pod("100m"), &ni),
-        vec!["Too many pods", "Insufficient cpu"]
+        f.reasons,
+        ["node(s) didn't match Pod's node affinity/selector"]
     );
 }
 
 #[test]
-fn taints_affinity_ports_and_names() {
-    let mut n = node("n1", "4", "8Gi", 110);
-    n["spec"]["taints"] = json!([{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]);
-    let ni = info(&n);
-    let p = pod("1");
+fn fit_error_reads_as_upstreams() {
+    let r = |s: &str| vec![s.to_string()];
     assert_eq!(
-        taint_toleration(&p, &ni).unwrap(),
-        "node(s) had untolerated taint {dedicated: gpu}"
+        fit_error(
+            3,
+            &[
+                r("Insufficient cpu"),
+                r("node(s) were unschedulable"),
+                r("Insufficient cpu")
+            ]
+        ),
+        "0/3 nodes are available: 1 node(s) were unschedulable, 2 Insufficient cpu."
     );
-    let mut tolerant = p.clone();
-    tolerant["spec"]["tolerations"] = json!([{"key": "dedicated", "operator": "Exists"}]);
-    assert_eq!(taint_toleration(&tolerant, &ni), None);
+}
 
-    let mut selective = p.clone();
-    selective["spec"]["nodeSelector"] = json!({"zone": "b"});
-    assert_eq!(
-        node_affinity(&selective, &ni).unwrap(),
-        "node(s) didn't match Pod's node affinity/selector"
-    );
-    selective["spec"]["nodeSelector"] = json!({"zone": "a"});
-    selective["spec"]["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["a"]}]},
-        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]},
-    ]}}});
-    assert_eq!(
-        node_affinity(&selective, &ni),
-        None,
-        "the second term matches"
-    );
+fn spread_replicaset(mut c: Cache) -> Vec<i32> {
+    let sel = api::selector::LabelSelector::from_set([("app", "web"), ("pod-template-hash", "h")]);
+    c.owner_selectors
+        .controllers
+        .insert(("ReplicaSet".into(), "default".into(), "web-h".into()), sel);
+    let profile = default_profile();
+    let mut algo = Algorithm::new(7);
+    let mut placed = BTreeMap::new();
+    for i in 0..6 {
+        let mut p = pod_json(
+            &format!("web-{i}"),
+            json!({"app": "web", "pod-template-hash": "h"}),
+            "100m",
+        );
+        p["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "name": "web-h", "uid": "rs", "controller": true}]);
+        let p = pod(p);
+        let placement = algo.schedule(&profile, &p, &mut c).unwrap();
+        *placed.entry(placement.node.clone()).or_insert(0) += 1;
+        c.assume(
+            Arc::new(PodInfo {
+                node_name: placement.node.clone(),
+                ..p
+            }),
+            &placement.node,
+        );
+    }
+    placed.values().copied().collect()
+}
 
-    let mut named = p.clone();
-    named["spec"]["nodeName"] = json!("n2");
-    assert!(node_name(&named, &ni).is_some());
+#[test]
+fn a_replicasets_pods_spread_one_per_node_by_default() {
+    assert_eq!(spread_replicaset(cluster(3, 1)), [2, 2, 2]);
+    // Nodes without a zone label (the zone default constraint does not apply).
+    let mut c = Cache::new();
+    for i in 0..3 {
+        let mut n = node_json(&format!("n{i}"), "z", "32", 110);
+        n["metadata"]["labels"] = json!({"kubernetes.io/hostname": format!("n{i}")});
+        n["status"]["allocatable"]["memory"] = json!("256Gi");
+        c.set_node(&node(n));
+    }
+    assert_eq!(spread_replicaset(c), [2, 2, 2]);
+}
 
-    let mut web = p.clone();
-    web["spec"]["containers"][0]["ports"] = json!([{"containerPort": 80, "hostPort": 8080}]);
-    let mut ni2 = info(&n);
-    ni2.pods.push(&web);
+#[test]
+fn hard_zone_spread_keeps_the_skew() {
+    let mut c = cluster(4, 2);
+    let profile = default_profile();
+    let mut algo = Algorithm::new(1);
+    let constrained = |name: &str| {
+        let mut p = pod_json(name, json!({"app": "db"}), "100m");
+        p["spec"]["topologySpreadConstraints"] = json!([{"maxSkew": 1,
+            "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "db"}}}]);
+        pod(p)
+    };
+    // Two pods already in zone z0.
+    bind(&mut c, constrained("a"), "n0");
+    bind(&mut c, constrained("b"), "n2");
+    let p = constrained("c");
+    let placement = algo.schedule(&profile, &p, &mut c).unwrap();
+    let zone = &c.node(&placement.node).unwrap().labels["topology.kubernetes.io/zone"];
+    assert_eq!(zone, "z1");
+    bind(&mut c, p, &placement.node);
+    // z0 has 2, z1 has 1: with z1's nodes cordoned, z0 would make the skew 2.
+    for n in ["n1", "n3"] {
+        let mut v = node_json(n, "z1", "4", 110);
+        v["spec"] = json!({"unschedulable": true});
+        c.set_node(&node(v));
+    }
+    let diag = algo
+        .schedule(&profile, &constrained("d"), &mut c)
+        .unwrap_err();
     assert_eq!(
-        node_ports(&web, &ni2).unwrap(),
-        "node(s) didn't have free ports for the requested pod ports"
-    );
-    let mut udp = web.clone();
-    udp["spec"]["containers"][0]["ports"][0]["protocol"] = json!("UDP");
-    assert_eq!(node_ports(&udp, &ni2), None);
-
-    let mut cordoned = node("n3", "4", "8Gi", 110);
-    cordoned["spec"]["unschedulable"] = json!(true);
-    assert_eq!(
-        node_unschedulable(&p, &info(&cordoned)).unwrap(),
-        "node(s) were unschedulable"
+        diag.message(),
+        "0/4 nodes are available: 2 node(s) didn't match pod topology spread constraints, 2 node(s) were unschedulable."
     );
 }
 
 #[test]
-fn the_failed_scheduling_summary() {
-    let reasons = vec![
-        vec!["Insufficient cpu".to_string()],
-        vec![
-            "Insufficient cpu".to_string(),
-            "Insufficient memory".to_string(),
-        ],
-        vec!["node(s) were unschedulable".to_string()],
-    ];
+fn required_anti_affinity_places_one_per_node_then_fails() {
+    let mut c = cluster(3, 1);
+    let profile = default_profile();
+    let mut algo = Algorithm::new(3);
+    let anti = |name: &str| {
+        let mut p = pod_json(name, json!({"app": "cache"}), "100m");
+        p["spec"]["affinity"] = json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": "kubernetes.io/hostname"}]}});
+        pod(p)
+    };
+    let mut nodes = Vec::new();
+    for i in 0..3 {
+        let p = anti(&format!("c{i}"));
+        let placement = algo.schedule(&profile, &p, &mut c).unwrap();
+        nodes.push(placement.node.clone());
+        bind(&mut c, p, &placement.node);
+    }
+    nodes.sort();
+    assert_eq!(nodes, ["n0", "n1", "n2"]);
+    let diag = algo.schedule(&profile, &anti("c3"), &mut c).unwrap_err();
     assert_eq!(
-        fit_error(3, &reasons),
-        "0/3 nodes are available: 1 Insufficient memory, 1 node(s) were unschedulable, 2 Insufficient cpu."
+        diag.message(),
+        "0/3 nodes are available: 3 node(s) didn't satisfy existing pods anti-affinity rules."
     );
-    assert_eq!(fit_error(0, &[]), "0/0 nodes are available:.");
+    // A pod without terms is kept off by the bound pods' anti-affinity only if it matches.
+    let other = pod(pod_json("x", json!({"app": "cache"}), "100m"));
+    let diag = algo.schedule(&profile, &other, &mut c).unwrap_err();
+    assert!(
+        diag.message()
+            .contains("3 node(s) didn't satisfy existing pods anti-affinity rules")
+    );
 }
 
 #[test]
-fn scores_prefer_free_balanced_and_preferred_nodes() {
-    let empty = node("empty", "4", "8Gi", 110);
-    let full = node("full", "4", "8Gi", 110);
-    let heavy = pod("3");
-    let mut busy = info(&full);
-    busy.pods.push(&heavy);
-    let p = pod("500m");
-    assert!(least_allocated(&p, &info(&empty)) > least_allocated(&p, &busy));
-    assert!(balanced_allocation(&p, &info(&empty)) >= 0);
+fn required_affinity_follows_the_matching_pod() {
+    let mut c = cluster(3, 3);
+    let profile = default_profile();
+    let mut algo = Algorithm::new(5);
+    bind(
+        &mut c,
+        pod(pod_json("db", json!({"app": "db"}), "100m")),
+        "n2",
+    );
+    for i in 0..3 {
+        let mut p = pod_json(&format!("web{i}"), json!({"app": "web"}), "100m");
+        p["spec"]["affinity"] = json!({"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "topology.kubernetes.io/zone"}]}});
+        let placement = algo.schedule(&profile, &pod(p), &mut c).unwrap();
+        assert_eq!(placement.node, "n2");
+    }
+}
 
-    let mut tainted = node("t", "4", "8Gi", 110);
-    tainted["spec"]["taints"] = json!([{"key": "k", "effect": "PreferNoSchedule"}]);
-    let mut raw = vec![
-        intolerable_prefer_no_schedule(&p, &info(&empty)),
-        intolerable_prefer_no_schedule(&p, &info(&tainted)),
-    ];
-    normalize(&mut raw, true);
-    assert_eq!(raw, vec![100, 0]);
+#[test]
+fn counters_stay_equal_to_a_recount() {
+    let mut c = cluster(5, 2);
+    let sel = api::selector::LabelSelector::from_set([("app", "a")]);
+    let ns = crate::model::Namespaces::List(vec!["default".into()]);
+    let id = c.counter(&ns, &sel, "topology.kubernetes.io/zone");
+    let mut live: Vec<(String, String)> = Vec::new();
+    let mut seed = 42u64;
+    for step in 0..400 {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let r = (seed >> 33) as usize;
+        if r.is_multiple_of(3) && !live.is_empty() {
+            let (uid, _) = live.swap_remove(r % live.len());
+            c.remove_pod(&uid);
+        } else {
+            let app = if r.is_multiple_of(2) { "a" } else { "b" };
+            let name = format!("p{step}");
+            let node = format!("n{}", r % 5);
+            let p = pod(pod_json(&name, json!({"app": app}), "10m"));
+            live.push((p.uid.clone(), node.clone()));
+            bind(&mut c, p, &node);
+        }
+    }
+    let mut expect: BTreeMap<String, u32> = BTreeMap::new();
+    for (p, node) in c.pods() {
+        if p.labels.get("app").map(String::as_str) == Some("a") {
+            let zone = c.node(node).unwrap().labels["topology.kubernetes.io/zone"].clone();
+            *expect.entry(zone).or_default() += 1;
+        }
+    }
+    let got: BTreeMap<String, u32> = c
+        .counter_at(id)
+        .by_domain
+        .iter()
+        .map(|(k, v)| (k.clone(), *v))
+        .collect();
+    assert_eq!(got, expect);
+}
 
-    let mut picky = p.clone();
-    picky["spec"]["affinity"] = json!({"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-        {"weight": 10, "preference": {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["empty"]}]}},
-    ]}});
-    let mut raw = vec![
-        preferred_affinity(&picky, &info(&empty)),
-        preferred_affinity(&picky, &info(&tainted)),
-    ];
-    normalize(&mut raw, false);
-    assert_eq!(raw, vec![100, 0]);
-    let mut zero = vec![0, 0];
-    normalize(&mut zero, true);
-    assert_eq!(zero, vec![100, 100]);
+#[test]
+fn percentage_of_nodes_to_score_as_upstream() {
+    assert_eq!(num_feasible_nodes_to_find(0, 50), 50);
+    assert_eq!(num_feasible_nodes_to_find(0, 1000), 420);
+    assert_eq!(num_feasible_nodes_to_find(0, 5000), 500);
+    assert_eq!(num_feasible_nodes_to_find(0, 10000), 500);
+    assert_eq!(num_feasible_nodes_to_find(10, 500), 100);
+    assert_eq!(num_feasible_nodes_to_find(100, 5000), 5000);
+    let mut c = cluster(1000, 1);
+    let mut algo = Algorithm::new(9);
+    let placement = algo
+        .schedule(
+            &default_profile(),
+            &pod(pod_json("p", json!({}), "1")),
+            &mut c,
+        )
+        .unwrap();
+    assert_eq!(placement.feasible, 420);
+}
+
+#[test]
+fn preemption_evicts_the_fewest_lowest_priority_pods() {
+    let mut c = Cache::new();
+    c.set_node(&node(node_json("n1", "a", "2", 10)));
+    c.set_node(&node(node_json("n2", "a", "2", 10)));
+    let with_priority = |name: &str, cpu: &str, prio: i32| {
+        let mut p = pod_json(name, json!({}), cpu);
+        p["spec"]["priority"] = json!(prio);
+        pod(p)
+    };
+    bind(&mut c, with_priority("low1", "1", 1), "n1");
+    bind(&mut c, with_priority("low2", "1", 1), "n1");
+    bind(&mut c, with_priority("mid", "2", 5), "n2");
+    let profile = default_profile();
+    let mut algo = Algorithm::new(1);
+    let high = with_priority("high", "1", 10);
+    let diag = algo.schedule(&profile, &high, &mut c).unwrap_err();
+    assert_eq!(
+        diag.message(),
+        "0/2 nodes are available: 2 Insufficient cpu."
+    );
+    let p = preempt(&profile, &high, &c, &diag).unwrap();
+    assert_eq!(p.node, "n1");
+    assert_eq!(p.victims.len(), 1);
+    let mut never = with_priority("never", "1", 10);
+    never.preempt_never = true;
+    assert_eq!(
+        preempt(&profile, &never, &c, &diag).unwrap_err(),
+        "preemption: not eligible due to preemptionPolicy=Never."
+    );
+    let lowest = with_priority("lowest", "1", 0);
+    let diag = algo.schedule(&profile, &lowest, &mut c).unwrap_err();
+    let mut d = diag.clone();
+    d.post_filter = Some(preempt(&profile, &lowest, &c, &diag).unwrap_err());
+    assert_eq!(
+        d.message(),
+        "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+    );
+}
+
+#[test]
+fn configuration_profiles_plugins_and_weights() {
+    let profiles = from_config(
+        r#"
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+percentageOfNodesToScore: 30
+profiles:
+- schedulerName: default-scheduler
+- schedulerName: bin-packer
+  plugins:
+    score:
+      disabled: [{name: NodeResourcesBalancedAllocation}, {name: PodTopologySpread}]
+      enabled: [{name: NodeResourcesFit, weight: 5}]
+  pluginConfig:
+  - name: NodeResourcesFit
+    args: {scoringStrategy: {type: MostAllocated}}
+"#,
+    )
+    .unwrap();
+    assert_eq!(profiles.len(), 2);
+    assert_eq!(profiles[0].percentage_of_nodes_to_score, 30);
+    let packer = &profiles[1];
+    assert_eq!(packer.scheduler_name, "bin-packer");
+    let scores: Vec<(&str, i64)> = packer.score.iter().map(|(p, w)| (p.name(), *w)).collect();
+    assert!(scores.contains(&("NodeResourcesFit", 5)));
+    assert!(!scores.iter().any(|(n, _)| *n == "PodTopologySpread"));
+    // MostAllocated packs: the busier node wins.
+    let mut c = cluster(2, 1);
+    bind(&mut c, pod(pod_json("busy", json!({}), "2")), "n1");
+    let mut algo = Algorithm::new(2);
+    let placement = algo
+        .schedule(packer, &pod(pod_json("p", json!({}), "1")), &mut c)
+        .unwrap();
+    assert_eq!(placement.node, "n1");
+    let default = algo
+        .schedule(&profiles[0], &pod(pod_json("q", json!({}), "1")), &mut c)
+        .unwrap();
+    assert_eq!(default.node, "n0");
+
+    assert!(
+        from_config("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles: [{plugins: {filter: {enabled: [{name: Nope}]}}}]")
+            .unwrap_err()
+            .to_string()
+            .contains("\"Nope\" does not exist")
+    );
+    assert!(from_config("kind: Other").is_err());
+    assert!(from_config("{").is_err());
+}
+
+#[test]
+fn a_policy_file_maps_predicates_and_priorities_onto_plugins() {
+    let p = from_policy(
+        r#"{"kind": "Policy", "apiVersion": "v1",
+            "predicates": [{"name": "PodFitsResources"}, {"name": "HostName"}],
+            "priorities": [{"name": "MostRequestedPriority", "weight": 3}]}"#,
+    )
+    .unwrap();
+    let filters: Vec<&str> = p.filter.iter().map(|p| p.name()).collect();
+    assert_eq!(filters, ["NodeResourcesFit", "NodeName"]);
+    let scores: Vec<(&str, i64)> = p.score.iter().map(|(p, w)| (p.name(), *w)).collect();
+    assert_eq!(scores, [("NodeResourcesFit", 3)]);
+    assert!(from_policy(r#"{"kind": "Policy", "predicates": [{"name": "Bogus"}]}"#).is_err());
 }

@@ -11,10 +11,12 @@ pub mod etcd;
 pub mod https;
 pub mod pki;
 pub mod rkube;
+pub mod simnodes;
 
 pub use etcd::{Etcd, EtcdTls};
 pub use pki::{Issued, TestCa};
 pub use rkube::{RkubeServer, kubectl_binary, rkube_binary, server_start_error};
+pub use simnodes::SimNodes;
 
 /// Polls `f` every 100 ms until it holds, panicking after 20 s (a loaded CI machine is
 /// slow, never this slow).

@@ -151,7 +151,7 @@ impl Conn {
 }
 
 /// Resident memory of a process in MiB.
-fn rss_mb(pid: u32) -> Option<f64> {
+pub(super) fn rss_mb(pid: u32) -> Option<f64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let kb: f64 = s
         .lines()
@@ -164,10 +164,10 @@ fn rss_mb(pid: u32) -> Option<f64> {
 }
 
 /// A server started for the benchmark, killed on drop.
-struct Spawned {
-    child: std::process::Child,
+pub(super) struct Spawned {
+    pub(super) child: std::process::Child,
     _dir: tempfile::TempDir,
-    kubeconfig: PathBuf,
+    pub(super) kubeconfig: PathBuf,
 }
 
 impl Drop for Spawned {
@@ -177,7 +177,7 @@ impl Drop for Spawned {
     }
 }
 
-fn spawn_server() -> anyhow::Result<Spawned> {
+pub(super) fn spawn_server() -> anyhow::Result<Spawned> {
     let dir = tempfile::Builder::new()
         .prefix("rkube-bench-api-")
         .tempdir_in("/var/tmp")?;
@@ -190,6 +190,9 @@ fn spawn_server() -> anyhow::Result<Spawned> {
         .args([
             "server",
             "--disable-agent",
+            // Room for a /24 per node at thousands of simulated nodes.
+            "--cluster-cidr",
+            "10.64.0.0/10",
             "--bind-address",
             "127.0.0.1",
             "--https-port",

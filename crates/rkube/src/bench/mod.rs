@@ -4,6 +4,7 @@
 #![allow(clippy::print_stdout)]
 
 mod api;
+mod schedule;
 mod store;
 
 use std::time::Duration;
@@ -16,12 +17,15 @@ pub enum Bench {
     Store(store::StoreArgs),
     /// The API server over TLS: creates, gets, updates, a 10k-pod list, watch delivery, RSS.
     Api(api::ApiArgs),
+    /// The scheduler over simulated nodes: pods from Deployments, creation → bound.
+    Schedule(schedule::ScheduleArgs),
 }
 
 pub async fn run(which: Bench) -> anyhow::Result<()> {
     match which {
         Bench::Store(args) => store::run(args).await,
         Bench::Api(args) => api::run(args).await,
+        Bench::Schedule(args) => schedule::run(args).await,
     }
 }
 

@@ -1,1 +1,3 @@
+pub mod components;
 pub mod server;
+pub mod simnodes;

@@ -38,6 +38,18 @@ pub struct ServerArgs {
     /// Do not run the controller manager's controllers in this process.
     #[arg(long)]
     pub disable_controller_manager: bool,
+    /// Do not run the scheduler in this process.
+    #[arg(long)]
+    pub disable_scheduler: bool,
+    /// Run the controller manager and scheduler under leader election (Leases in
+    /// kube-system). Default: on with an etcd datastore (several servers), off with the
+    /// embedded one (a single server).
+    #[arg(long, action = clap::ArgAction::Set)]
+    pub leader_elect: Option<bool>,
+    #[command(flatten)]
+    pub controllers: super::components::ControllerOptions,
+    #[command(flatten)]
+    pub scheduler: super::components::SchedulerOptions,
     /// Extra names or addresses for the serving certificate.
     #[arg(long = "tls-san")]
     pub tls_san: Vec<String>,
@@ -222,6 +234,9 @@ pub async fn open_store(args: &ServerArgs) -> anyhow::Result<Arc<dyn Backend>> {
 pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("creating {}", args.data_dir.display()))?;
+    // Bad component flags stop start-up before anything runs.
+    let profiles = super::components::load_profiles(&args.scheduler)?;
+    super::components::check_controller_options(&args.controllers)?;
     let store = open_store(&args).await?;
     let mut config = apiserver::Config::new(&args.data_dir);
     config.bind_address = args.bind_address;
@@ -281,12 +296,52 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
         running.url,
         running.kubeconfig.display()
     );
+    let leader_elect = args
+        .leader_elect
+        .unwrap_or(!args.datastore_endpoint.trim().is_empty());
+    // Losing a leader lease is fatal, as upstream: the server exits for its supervisor
+    // to restart it as a follower.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let stopped = move || {
+        let mut rx = stop_rx.clone();
+        async move {
+            let _ = rx.wait_for(|s| *s).await;
+        }
+    };
     if !args.disable_controller_manager {
         let kubeconfig = args.data_dir.join("controller.kubeconfig");
+        let options = args.controllers.clone();
+        let stop = stopped();
         tokio::spawn(async move {
-            if let Err(e) = run_controllers(&kubeconfig).await {
-                tracing::error!(error = %e, "the controller manager could not start");
-            }
+            let r = super::components::run_controller_manager(
+                &kubeconfig,
+                &options,
+                leader_elect,
+                stop,
+            )
+            .await;
+            component_ended("controller manager", r);
+        });
+    }
+    if !args.disable_scheduler {
+        let kubeconfig = args.data_dir.join("scheduler.kubeconfig");
+        let stop = stopped();
+        let metrics = Arc::new(scheduler::metrics::Metrics::default());
+        let source = Arc::clone(&metrics);
+        running
+            .server
+            .metrics
+            .add_source(Arc::new(move || source.render()));
+        tokio::spawn(async move {
+            let r = super::components::run_scheduler(
+                &kubeconfig,
+                profiles,
+                metrics,
+                leader_elect,
+                stop,
+            )
+            .await;
+            component_ended("scheduler", r);
         });
     }
     if !args.disable_agent {
@@ -294,49 +349,26 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     }
     shutdown_signal().await;
     tracing::info!("shutting down");
+    // Components release their leases first.
+    let _ = stop_tx.send(true);
+    tokio::time::sleep(Duration::from_millis(200)).await;
     running.stop().await;
     Ok(())
 }
 
-/// The controllers of the controller manager, in this process, as upstream's
-/// kube-controller-manager with `--use-service-account-credentials`: informers under the
-/// controller manager's identity, writes as each controller's service account.
-async fn run_controllers(kubeconfig: &std::path::Path) -> anyhow::Result<()> {
-    let reader = controllers::run::client_from(kubeconfig).await?;
-    let rs_writer =
-        controllers::run::controller_client(&reader, kubeconfig, "replicaset-controller").await?;
-    let d_writer =
-        controllers::run::controller_client(&reader, kubeconfig, "deployment-controller").await?;
-    let gc_writer =
-        controllers::run::controller_client(&reader, kubeconfig, "generic-garbage-collector")
-            .await?;
-    tracing::info!(
-        "controller manager: replicaset, deployment and garbage collector controllers started"
-    );
-    // One list+watch per resource type, shared by the controllers.
-    use controllers::informers::Informer;
-    let replicasets = Informer::start(kube::Api::all(reader.clone()));
-    let pods = Informer::start(kube::Api::all(reader.clone()));
-    let deployments = Informer::start(kube::Api::all(reader));
-    tokio::join!(
-        controllers::run::run_replicasets(
-            std::sync::Arc::clone(&replicasets),
-            std::sync::Arc::clone(&pods),
-            rs_writer,
-            5
-        ),
-        controllers::run::run_deployments(
-            std::sync::Arc::clone(&deployments),
-            std::sync::Arc::clone(&replicasets),
-            d_writer,
-            5
-        ),
-        controllers::run::run_gc(deployments, replicasets, pods, gc_writer),
-    );
-    Ok(())
+/// A component of the server stopped: a lost leader lease ends the process (as
+/// upstream's components), other errors are logged.
+fn component_ended(name: &str, result: anyhow::Result<()>) {
+    if let Err(e) = result {
+        if e.downcast_ref::<super::components::LeaderLost>().is_some() {
+            tracing::error!(component = name, error = %e, "leader lease lost; exiting");
+            std::process::exit(1);
+        }
+        tracing::error!(component = name, error = %e, "component stopped");
+    }
 }
 
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = match signal(SignalKind::terminate()) {
         Ok(s) => s,

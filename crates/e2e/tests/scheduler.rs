@@ -1,0 +1,382 @@
+//! The scheduler with simulated nodes, judged by the real kubectl: the seed command
+//! spreads a Deployment one pod per node, bound and Running, with `Scheduled` events; a
+//! pod that fits nowhere gets upstream's `FailedScheduling` summary; a higher-priority pod
+//! preempts; a node that goes silent is tainted and its pods are replaced elsewhere;
+//! profiles from a `KubeSchedulerConfiguration`; `rkube scheduler` as its own process.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeSet;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use testkit::{RkubeServer, SimNodes};
+
+const K: Option<&str> = Some("1.33");
+
+fn get(server: &RkubeServer, args: &[&str]) -> Value {
+    let mut a = vec!["get"];
+    a.extend_from_slice(args);
+    a.extend_from_slice(&["-o", "json"]);
+    serde_json::from_str(&server.kubectl_ok(K, &a)).unwrap()
+}
+
+fn items(v: Value) -> Vec<Value> {
+    v["items"].as_array().cloned().unwrap_or_default()
+}
+
+/// Polls for up to `secs` seconds.
+fn wait_for(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Waits until `n` nodes are Ready without NoSchedule taints.
+fn nodes_schedulable(server: &RkubeServer, n: usize) {
+    wait_for("schedulable nodes", 30, || {
+        let nodes = items(get(server, &["nodes"]));
+        nodes.len() == n
+            && nodes.iter().all(|node| {
+                node["spec"]["taints"]
+                    .as_array()
+                    .is_none_or(|t| t.iter().all(|t| t["effect"] != "NoSchedule"))
+                    && node["status"]["conditions"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|c| c["type"] == "Ready" && c["status"] == "True")
+            })
+    });
+}
+
+fn live_pods(server: &RkubeServer, selector: &str) -> Vec<Value> {
+    items(get(server, &["pods", "-l", selector]))
+        .into_iter()
+        .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+        .collect()
+}
+
+fn apply(server: &RkubeServer, obj: &Value) {
+    let o = server.kubectl_stdin(K, &["apply", "-f", "-"], &obj.to_string());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn the_seed_command_spreads_three_pods_over_three_nodes() {
+    let server = RkubeServer::start();
+    let _sim = SimNodes::start(&server, "a", &["--count", "3"]);
+    nodes_schedulable(&server, 3);
+    server.wait_for_object(&["get", "serviceaccount", "default"]);
+    server.kubectl_ok(
+        K,
+        &[
+            "create",
+            "deployment",
+            "nginx",
+            "--image=nginx",
+            "--replicas=3",
+        ],
+    );
+    let o = server.kubectl(&["rollout", "status", "deployment/nginx", "--timeout=60s"]);
+    assert!(
+        o.status.success(),
+        "rollout status: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("successfully rolled out"));
+    let pods = live_pods(&server, "app=nginx");
+    assert_eq!(pods.len(), 3);
+    let nodes: BTreeSet<&str> = pods
+        .iter()
+        .map(|p| p["spec"]["nodeName"].as_str().unwrap())
+        .collect();
+    assert_eq!(nodes.len(), 3, "one pod per node: {nodes:?}");
+    for p in &pods {
+        assert_eq!(p["status"]["phase"], "Running");
+        let scheduled = p["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == "PodScheduled")
+            .unwrap();
+        assert_eq!(scheduled["status"], "True");
+    }
+    let name = pods[0]["metadata"]["name"].as_str().unwrap();
+    let node = pods[0]["spec"]["nodeName"].as_str().unwrap();
+    let mut described = String::new();
+    wait_for("the Scheduled event", 20, || {
+        described = server.kubectl_ok(K, &["describe", "pod", name]);
+        described.contains("Scheduled")
+    });
+    assert!(
+        described.contains(&format!("Successfully assigned default/{name} to {node}")),
+        "{described}"
+    );
+    assert!(described.contains("default-scheduler"), "{described}");
+    let table = server.kubectl_ok(K, &["get", "deployment", "nginx"]);
+    assert!(table.contains("3/3"), "{table}");
+}
+
+#[test]
+fn failed_scheduling_preemption_and_profiles() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("scheduler.yaml");
+    std::fs::write(
+        &config,
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+         profiles:\n- schedulerName: default-scheduler\n- schedulerName: bin-packer\n  \
+         pluginConfig:\n  - name: NodeResourcesFit\n    args: {scoringStrategy: {type: MostAllocated}}\n",
+    )
+    .unwrap();
+    let server = RkubeServer::start_with(&["--scheduler-config", config.to_str().unwrap()]);
+    let _sim = SimNodes::start(&server, "a", &["--count", "2", "--cpu", "2"]);
+    nodes_schedulable(&server, 2);
+    server.wait_for_object(&["get", "serviceaccount", "default"]);
+    let pod = |name: &str, cpu: &str, extra: Value| {
+        let mut p = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "labels": {"test": name}},
+            "spec": {"containers": [{"name": "c", "image": "registry.local/web:1",
+                "resources": {"requests": {"cpu": cpu}}}]}});
+        if let Value::Object(m) = extra {
+            for (k, v) in m {
+                p["spec"][k] = v;
+            }
+        }
+        p
+    };
+    // Fits nowhere: upstream's summary, as an event and the PodScheduled condition.
+    apply(&server, &pod("huge", "16", json!({})));
+    let want = "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.";
+    let mut described = String::new();
+    wait_for("FailedScheduling", 20, || {
+        described = server.kubectl_ok(K, &["describe", "pod", "huge"]);
+        described.contains("FailedScheduling")
+    });
+    assert!(described.contains(want), "{described}");
+    wait_for("PodScheduled=False", 20, || {
+        let p = get(&server, &["pod", "huge"]);
+        p["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| {
+                c["type"] == "PodScheduled"
+                    && c["status"] == "False"
+                    && c["reason"] == "Unschedulable"
+                    && c["message"] == want
+            })
+    });
+    server.kubectl_ok(K, &["delete", "pod", "huge", "--wait=false"]);
+
+    // A second profile: MostAllocated packs both pods onto one node.
+    apply(
+        &server,
+        &pod("pack-1", "500m", json!({"schedulerName": "bin-packer"})),
+    );
+    wait_for("pack-1 bound", 20, || {
+        get(&server, &["pod", "pack-1"])["spec"]["nodeName"].is_string()
+    });
+    apply(
+        &server,
+        &pod("pack-2", "500m", json!({"schedulerName": "bin-packer"})),
+    );
+    wait_for("pack-2 bound", 20, || {
+        get(&server, &["pod", "pack-2"])["spec"]["nodeName"].is_string()
+    });
+    let n1 = get(&server, &["pod", "pack-1"])["spec"]["nodeName"].clone();
+    let n2 = get(&server, &["pod", "pack-2"])["spec"]["nodeName"].clone();
+    assert_eq!(n1, n2, "bin-packer packs");
+    // No profile by that name: left alone.
+    apply(
+        &server,
+        &pod("orphan", "10m", json!({"schedulerName": "nobody"})),
+    );
+
+    // Preemption: fill both nodes with low-priority pods, then a high-priority pod
+    // evicts one of them.
+    server.kubectl_ok(K, &["delete", "pod", "pack-1", "pack-2"]);
+    apply(
+        &server,
+        &json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": "high"}, "value": 1000}),
+    );
+    for i in 0..2 {
+        apply(&server, &pod(&format!("low-{i}"), "1500m", json!({})));
+    }
+    wait_for("low pods running", 30, || {
+        (0..2).all(|i| get(&server, &["pod", &format!("low-{i}")])["status"]["phase"] == "Running")
+    });
+    apply(
+        &server,
+        &pod("vip", "1", json!({"priorityClassName": "high"})),
+    );
+    wait_for("vip bound after preemption", 40, || {
+        get(&server, &["pod", "vip"])["spec"]["nodeName"].is_string()
+    });
+    let lows = items(get(&server, &["pods", "-l", "test in (low-0,low-1)"]));
+    assert_eq!(lows.len(), 1, "one victim deleted: {lows:?}");
+    let events = server.kubectl_ok(
+        K,
+        &["get", "events", "--field-selector", "reason=Preempted"],
+    );
+    assert!(events.contains("Preempted by pod"), "{events}");
+    assert!(get(&server, &["pod", "orphan"])["spec"]["nodeName"].is_null());
+}
+
+#[test]
+fn a_silent_node_is_tainted_and_its_pods_are_replaced_elsewhere() {
+    let server = RkubeServer::start_with(&[
+        "--node-monitor-grace-period",
+        "4s",
+        "--node-monitor-period",
+        "1s",
+    ]);
+    let _stay = SimNodes::start(&server, "stay", &["--count", "2", "--prefix", "stay"]);
+    let mut gone = SimNodes::start(
+        &server,
+        "gone",
+        &["--count", "1", "--prefix", "gone", "--lease-seconds", "4"],
+    );
+    nodes_schedulable(&server, 3);
+    server.wait_for_object(&["get", "serviceaccount", "default"]);
+    apply(
+        &server,
+        &json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "web", "image": "registry.local/web:1"}],
+                        "tolerations": [{"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+                            "effect": "NoExecute", "tolerationSeconds": 1}]}}}}),
+    );
+    wait_for("three running pods", 40, || {
+        let pods = live_pods(&server, "app=web");
+        pods.len() == 3 && pods.iter().all(|p| p["status"]["phase"] == "Running")
+    });
+    let on_gone: Vec<String> = live_pods(&server, "app=web")
+        .iter()
+        .filter(|p| p["spec"]["nodeName"] == "gone-0")
+        .map(|p| p["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(on_gone.len(), 1, "one pod per node");
+    gone.kill();
+    wait_for("gone-0 Unknown and tainted", 40, || {
+        let n = get(&server, &["node", "gone-0"]);
+        let unknown = n["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Ready" && c["status"] == "Unknown");
+        let tainted = n["spec"]["taints"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|t| t["key"] == "node.kubernetes.io/unreachable" && t["effect"] == "NoExecute");
+        unknown && tainted
+    });
+    wait_for("the pod replaced on the other nodes", 40, || {
+        let pods = live_pods(&server, "app=web");
+        pods.len() == 3
+            && pods
+                .iter()
+                .all(|p| p["status"]["phase"] == "Running" && p["spec"]["nodeName"] != "gone-0")
+    });
+    let evicted = get(&server, &["pod", &on_gone[0]]);
+    assert!(evicted["metadata"]["deletionTimestamp"].is_string());
+}
+
+struct Proc {
+    child: std::process::Child,
+    log: std::path::PathBuf,
+}
+
+impl Proc {
+    fn scheduler(server: &RkubeServer, tag: &str) -> Proc {
+        let log = server.dir.path().join(format!("scheduler-{tag}.log"));
+        let out = std::fs::File::create(&log).unwrap();
+        let child = Command::new(testkit::rkube_binary())
+            .args(["scheduler", "--kubeconfig"])
+            .arg(server.dir.path().join("data").join("scheduler.kubeconfig"))
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .unwrap();
+        Proc { child, log }
+    }
+
+    fn leads(&self) -> bool {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .contains("scheduler started")
+    }
+
+    fn terminate(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn pod_named(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": "registry.local/web:1"}]}})
+}
+
+#[test]
+fn rkube_scheduler_runs_as_its_own_process_with_leader_election() {
+    let server = RkubeServer::start_with(&["--disable-scheduler"]);
+    let _sim = SimNodes::start(&server, "a", &["--count", "1"]);
+    nodes_schedulable(&server, 1);
+    server.wait_for_object(&["get", "serviceaccount", "default"]);
+    apply(&server, &pod_named("p"));
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(get(&server, &["pod", "p"])["spec"]["nodeName"].is_null());
+    // Two schedulers: one leads and binds, the other waits.
+    let mut one = Proc::scheduler(&server, "one");
+    let mut two = Proc::scheduler(&server, "two");
+    wait_for("the pod bound by rkube scheduler", 30, || {
+        get(&server, &["pod", "p"])["spec"]["nodeName"].is_string()
+    });
+    let lease = get(&server, &["lease", "-n", "kube-system", "kube-scheduler"]);
+    let holder = lease["spec"]["holderIdentity"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(lease["spec"]["leaseDurationSeconds"], 15);
+    assert!(one.leads() != two.leads(), "exactly one leads");
+    let (leader, follower) = if one.leads() {
+        (&mut one, &mut two)
+    } else {
+        (&mut two, &mut one)
+    };
+    // The leader stops (releasing the lease): the follower takes over and schedules.
+    leader.terminate();
+    wait_for("the follower leads", 30, || follower.leads());
+    apply(&server, &pod_named("q"));
+    wait_for("q bound by the new leader", 30, || {
+        get(&server, &["pod", "q"])["spec"]["nodeName"].is_string()
+    });
+    let lease = get(&server, &["lease", "-n", "kube-system", "kube-scheduler"]);
+    assert_ne!(lease["spec"]["holderIdentity"], holder.as_str());
+    assert_eq!(lease["spec"]["leaseTransitions"], 1);
+    // A bad configuration stops start-up with a clear message.
+    let bad = server.dir.path().join("bad.yaml");
+    std::fs::write(&bad, "kind: Nope\n").unwrap();
+    let err = testkit::server_start_error(&["--scheduler-config", bad.to_str().unwrap()]);
+    assert!(err.contains("no kind \"Nope\""), "{err}");
+}

@@ -1,0 +1,323 @@
+//! The control-plane components that talk to the API server only: the controller manager
+//! and the scheduler, as `rkube controller-manager` / `rkube scheduler` or inside
+//! `rkube server`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+
+/// `rkube controller-manager`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ControllerManagerArgs {
+    /// The kubeconfig of the controller manager's identity.
+    #[arg(long)]
+    pub kubeconfig: PathBuf,
+    /// Run only while holding the `kube-system/kube-controller-manager` Lease, so
+    /// several controller managers can run for HA.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub leader_elect: bool,
+    #[command(flatten)]
+    pub options: ControllerOptions,
+}
+
+/// The controller manager's options (also flags of `rkube server`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct ControllerOptions {
+    /// The pod network, from which every node gets a `spec.podCIDR`.
+    #[arg(long, default_value = "10.42.0.0/16")]
+    pub cluster_cidr: String,
+    /// The size of each node's pod CIDR.
+    #[arg(long, default_value_t = 24)]
+    pub node_cidr_mask_size: u8,
+    /// Give nodes pod CIDRs (node IPAM).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub allocate_node_cidrs: bool,
+    /// How long a node may go without posting status or renewing its Lease before its
+    /// conditions become Unknown (e.g. `50s`).
+    #[arg(long, default_value = "50s", value_parser = parse_duration)]
+    pub node_monitor_grace_period: std::time::Duration,
+    /// How often node health is checked.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub node_monitor_period: std::time::Duration,
+}
+
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    super::server::parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// `rkube scheduler`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SchedulerArgs {
+    /// The kubeconfig of the scheduler's identity.
+    #[arg(long)]
+    pub kubeconfig: PathBuf,
+    /// Schedule only while holding the `kube-system/kube-scheduler` Lease, so several
+    /// schedulers can run for HA.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub leader_elect: bool,
+    #[command(flatten)]
+    pub options: SchedulerOptions,
+}
+
+/// The scheduler's options (also flags of `rkube server`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct SchedulerOptions {
+    /// A `KubeSchedulerConfiguration` file (profiles, plugins, weights).
+    #[arg(long = "scheduler-config", alias = "config")]
+    pub config: Option<PathBuf>,
+    /// An older scheduler `Policy` file (predicates and priorities).
+    #[arg(long)]
+    pub policy_config_file: Option<PathBuf>,
+}
+
+/// The profiles the options describe (upstream's defaults without a file).
+pub fn load_profiles(
+    opts: &SchedulerOptions,
+) -> anyhow::Result<Vec<scheduler::framework::Profile>> {
+    if let Some(path) = &opts.config {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the scheduler configuration {}", path.display()))?;
+        return scheduler::config::from_config(&text)
+            .with_context(|| format!("scheduler configuration {}", path.display()));
+    }
+    if let Some(path) = &opts.policy_config_file {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the scheduler policy {}", path.display()))?;
+        return Ok(vec![scheduler::config::from_policy(&text).with_context(
+            || format!("scheduler policy {}", path.display()),
+        )?]);
+    }
+    Ok(vec![scheduler::config::default_profile()])
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// Starts the scheduler with `kubeconfig`'s identity.
+pub async fn start_scheduler(
+    kubeconfig: &Path,
+    profiles: Vec<scheduler::framework::Profile>,
+    metrics: Arc<scheduler::metrics::Metrics>,
+) -> anyhow::Result<Arc<scheduler::run::Scheduler>> {
+    let client = controllers::run::client_from(kubeconfig).await?;
+    let recorder = runtime::events::Recorder::spawn(
+        runtime::events::KubeSink::new(client.clone()),
+        runtime::events::RecorderConfig::new("default-scheduler", host_name()),
+    );
+    let names: Vec<String> = profiles.iter().map(|p| p.scheduler_name.clone()).collect();
+    let s = scheduler::run::start(client, profiles, recorder, metrics)?;
+    tracing::info!(profiles = ?names, "scheduler started");
+    Ok(s)
+}
+
+/// `rkube scheduler`: runs until SIGTERM.
+pub async fn scheduler(args: SchedulerArgs) -> anyhow::Result<()> {
+    let profiles = load_profiles(&args.options)?;
+    run_scheduler(
+        &args.kubeconfig,
+        profiles,
+        Arc::default(),
+        args.leader_elect,
+        super::server::shutdown_signal(),
+    )
+    .await
+}
+
+/// The scheduler until `shutdown`, under leader election when `leader_elect`.
+pub async fn run_scheduler(
+    kubeconfig: &Path,
+    profiles: Vec<scheduler::framework::Profile>,
+    metrics: Arc<scheduler::metrics::Metrics>,
+    leader_elect: bool,
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) -> anyhow::Result<()> {
+    if !leader_elect {
+        let _s = start_scheduler(kubeconfig, profiles, metrics).await?;
+        shutdown.await;
+        return Ok(());
+    }
+    let path = kubeconfig.to_path_buf();
+    elected(
+        "kube-scheduler",
+        kubeconfig,
+        shutdown,
+        move |lost| async move {
+            match start_scheduler(&path, profiles, metrics).await {
+                Ok(_s) => lost.wait().await,
+                Err(e) => tracing::error!(error = %e, "the scheduler could not start"),
+            }
+        },
+    )
+    .await
+}
+
+/// A component lost its leader lease.
+#[derive(Debug)]
+pub struct LeaderLost(pub String);
+
+impl std::fmt::Display for LeaderLost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "leaderelection lost (kube-system/{})", self.0)
+    }
+}
+
+impl std::error::Error for LeaderLost {}
+
+/// Runs `work` while holding the `kube-system/<lease>` Lease (upstream's 15 s / 10 s /
+/// 2 s), releasing it on shutdown. Losing it is fatal, as upstream: the caller exits
+/// and a supervisor starts it again as a follower.
+async fn elected<F, Fut>(
+    lease: &str,
+    kubeconfig: &Path,
+    shutdown: impl std::future::Future<Output = ()> + Send,
+    work: F,
+) -> anyhow::Result<()>
+where
+    F: FnOnce(runtime::leaderelection::LeadershipLost) -> Fut + Send,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    use runtime::leaderelection::{
+        KubeLeaseClient, LeaderElectionConfig, LeaderElector, RunOutcome,
+    };
+    let client = controllers::run::client_from(kubeconfig).await?;
+    let identity = format!("{}_{}", host_name(), uuid::Uuid::new_v4());
+    let mut config = LeaderElectionConfig::new("kube-system", lease, identity.clone());
+    config.release_on_cancel = true;
+    let elector = LeaderElector::new(
+        config,
+        KubeLeaseClient::new(client),
+        Arc::new(jiff::Timestamp::now),
+    )?;
+    tracing::info!(lease, identity, "attempting to acquire the leader lease");
+    match elector.run(shutdown, work).await {
+        RunOutcome::Lost { .. } => Err(LeaderLost(lease.to_string()).into()),
+        RunOutcome::NeverLed | RunOutcome::Shutdown { .. } => Ok(()),
+    }
+}
+
+/// Rejects controller options that cannot work (a bad `--cluster-cidr` or mask).
+pub fn check_controller_options(opts: &ControllerOptions) -> anyhow::Result<()> {
+    if opts.allocate_node_cidrs {
+        controllers::nodeipam::CidrSet::parse(&opts.cluster_cidr, opts.node_cidr_mask_size)
+            .with_context(|| format!("--cluster-cidr {}", opts.cluster_cidr))?;
+    }
+    Ok(())
+}
+
+/// `rkube controller-manager`: runs until SIGTERM.
+pub async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<()> {
+    check_controller_options(&args.options)?;
+    run_controller_manager(
+        &args.kubeconfig,
+        &args.options,
+        args.leader_elect,
+        super::server::shutdown_signal(),
+    )
+    .await
+}
+
+/// The controller manager until `shutdown`, under leader election when `leader_elect`.
+pub async fn run_controller_manager(
+    kubeconfig: &Path,
+    options: &ControllerOptions,
+    leader_elect: bool,
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) -> anyhow::Result<()> {
+    if !leader_elect {
+        return tokio::select! {
+            r = run_controllers(kubeconfig, options) => r,
+            () = shutdown => Ok(()),
+        };
+    }
+    let path = kubeconfig.to_path_buf();
+    let opts = options.clone();
+    elected(
+        "kube-controller-manager",
+        kubeconfig,
+        shutdown,
+        move |lost| async move {
+            tokio::select! {
+                r = run_controllers(&path, &opts) => {
+                    if let Err(e) = r {
+                        tracing::error!(error = %e, "the controller manager could not start");
+                    }
+                    lost.wait().await;
+                }
+                () = lost.wait() => {}
+            }
+        },
+    )
+    .await
+}
+
+/// The controllers of the controller manager, as upstream's kube-controller-manager with
+/// `--use-service-account-credentials`: informers under the controller manager's
+/// identity, writes as each controller's service account.
+pub async fn run_controllers(kubeconfig: &Path, options: &ControllerOptions) -> anyhow::Result<()> {
+    use controllers::informers::Informer;
+    use controllers::run::controller_client;
+    let reader = controllers::run::client_from(kubeconfig).await?;
+    let rs_writer = controller_client(&reader, kubeconfig, "replicaset-controller").await?;
+    let d_writer = controller_client(&reader, kubeconfig, "deployment-controller").await?;
+    let gc_writer = controller_client(&reader, kubeconfig, "generic-garbage-collector").await?;
+    let node_writer = controller_client(&reader, kubeconfig, "node-controller").await?;
+    tracing::info!(
+        "controller manager: replicaset, deployment, garbage collector, node IPAM and node lifecycle controllers started"
+    );
+    // One list+watch per resource type, shared by the controllers.
+    let replicasets = Informer::start(kube::Api::all(reader.clone()));
+    let pods = Informer::start(kube::Api::all(reader.clone()));
+    let deployments = Informer::start(kube::Api::all(reader.clone()));
+    let nodes = Informer::start(kube::Api::all(reader.clone()));
+    let leases = Informer::start(kube::Api::namespaced(reader, "kube-node-lease"));
+    let lifecycle = controllers::nodelifecycle::run_node_lifecycle(
+        Arc::clone(&nodes),
+        Arc::clone(&pods),
+        leases,
+        node_writer.clone(),
+        controllers::nodelifecycle::Options {
+            monitor_period: options.node_monitor_period,
+            grace_period: options.node_monitor_grace_period,
+            ..Default::default()
+        },
+    );
+    let ipam = async {
+        if !options.allocate_node_cidrs {
+            return;
+        }
+        if let Err(e) = controllers::nodeipam::run_node_ipam(
+            Arc::clone(&nodes),
+            node_writer.clone(),
+            &options.cluster_cidr,
+            options.node_cidr_mask_size,
+        )
+        .await
+        {
+            tracing::error!(error = %e, "node IPAM controller stopped");
+        }
+    };
+    tokio::join!(
+        controllers::run::run_replicasets(
+            Arc::clone(&replicasets),
+            Arc::clone(&pods),
+            rs_writer,
+            5
+        ),
+        controllers::run::run_deployments(
+            Arc::clone(&deployments),
+            Arc::clone(&replicasets),
+            d_writer,
+            5
+        ),
+        controllers::run::run_gc(deployments, replicasets, pods, gc_writer),
+        ipam,
+        lifecycle,
+    );
+    Ok(())
+}

@@ -1,0 +1,420 @@
+//! The scheduler's cache: nodes with the pods bound or assumed on them, and the
+//! per-topology-domain counters that make PodTopologySpread and InterPodAffinity cost
+//! the same however many pods are bound.
+//!
+//! A counter counts, per value of one topology key, the pods of some namespaces that a
+//! label selector matches. It is built by one pass over the pods the first time a pod
+//! needs it, then kept current on every add and remove (a pod only visits the counters
+//! indexed under one of its own labels), so a scheduling cycle reads counts instead of
+//! walking every bound pod as upstream's PreScore does.
+//!
+//! **Invariant:** a pod is on at most one node; `NodeInfo` sums equal the sum of its pods;
+//! every live counter equals a full recount over the cache's pods.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use api::selector::LabelSelector;
+
+use crate::model::{Namespaces, NodeInfo, PodInfo};
+
+/// What a counter counts.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CounterKey {
+    pub namespaces: Namespaces,
+    /// The selector's canonical string.
+    pub selector: String,
+    pub topology_key: String,
+}
+
+/// Matching pods per domain of one topology key.
+#[derive(Debug)]
+pub struct Counter {
+    namespaces: Namespaces,
+    selector: LabelSelector,
+    topology_key: String,
+    /// Only domains with at least one pod.
+    pub by_domain: HashMap<String, u32>,
+    pub total: u32,
+}
+
+impl Counter {
+    /// The count in `domain`.
+    pub fn get(&self, domain: &str) -> u32 {
+        self.by_domain.get(domain).copied().unwrap_or(0)
+    }
+
+    fn counts(&self, pod: &PodInfo) -> bool {
+        !pod.deleting
+            && self.namespaces.contains(&pod.namespace)
+            && self.selector.matches_labels(&pod.labels)
+    }
+
+    fn apply(&mut self, pod: &PodInfo, node: &NodeInfo, sign: i32) {
+        if !self.counts(pod) {
+            return;
+        }
+        let Some(domain) = node.labels.get(&self.topology_key) else {
+            return;
+        };
+        let entry = self.by_domain.entry(domain.clone()).or_default();
+        if sign > 0 {
+            *entry += 1;
+            self.total += 1;
+        } else {
+            *entry = entry.saturating_sub(1);
+            self.total = self.total.saturating_sub(1);
+            if *entry == 0 {
+                self.by_domain.remove(domain);
+            }
+        }
+    }
+}
+
+/// One pod the cache knows.
+#[derive(Clone, Debug)]
+struct PodEntry {
+    info: Arc<PodInfo>,
+    node: String,
+    assumed: bool,
+}
+
+/// Nodes, bound and assumed pods, and counters.
+#[derive(Debug, Default)]
+pub struct Cache {
+    nodes: Vec<NodeInfo>,
+    index: HashMap<String, usize>,
+    pods: HashMap<String, PodEntry>,
+    counters: Vec<Counter>,
+    counter_index: HashMap<CounterKey, usize>,
+    /// Counters by one exact-match label of their selector: `(key, value)` → counters.
+    by_label: HashMap<(String, String), Vec<usize>>,
+    /// Counters without an exact-match label (visited by every pod).
+    unindexed: Vec<usize>,
+    /// Domains per topology key: value → number of nodes (built lazily).
+    domains: HashMap<String, HashMap<String, u32>>,
+    /// Bound pods with required anti-affinity terms.
+    anti_pods: HashSet<String>,
+    /// Bumped whenever node objects change (an added, removed or relabelled node).
+    pub node_generation: u64,
+    /// The selectors of Services and controllers (for default spreading).
+    pub owner_selectors: crate::topology::OwnerSelectors,
+}
+
+impl Cache {
+    pub fn new() -> Cache {
+        Cache::default()
+    }
+
+    /// The nodes that exist, in a stable order.
+    pub fn nodes(&self) -> impl Iterator<Item = &NodeInfo> {
+        self.nodes.iter().filter(|n| n.present)
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.nodes.iter().filter(|n| n.present).count()
+    }
+
+    /// All node slots (indexable by position; some may be absent).
+    pub fn node_slots(&self) -> &[NodeInfo] {
+        &self.nodes
+    }
+
+    pub fn node(&self, name: &str) -> Option<&NodeInfo> {
+        self.index.get(name).map(|i| &self.nodes[*i])
+    }
+
+    pub fn pod_count(&self) -> usize {
+        self.pods.len()
+    }
+
+    /// Whether the pod is in the cache as assumed (bound by us, not yet confirmed).
+    pub fn is_assumed(&self, uid: &str) -> bool {
+        self.pods.get(uid).is_some_and(|p| p.assumed)
+    }
+
+    pub fn pod_node(&self, uid: &str) -> Option<&str> {
+        self.pods.get(uid).map(|p| p.node.as_str())
+    }
+
+    fn slot(&mut self, name: &str) -> usize {
+        if let Some(i) = self.index.get(name) {
+            return *i;
+        }
+        self.nodes.push(NodeInfo {
+            name: name.to_string(),
+            ..NodeInfo::default()
+        });
+        let i = self.nodes.len() - 1;
+        self.index.insert(name.to_string(), i);
+        i
+    }
+
+    fn node_changed(&mut self) {
+        self.node_generation += 1;
+        self.domains.clear();
+    }
+
+    /// A node was added or updated; true when the change may let pods fit (a new node,
+    /// or new labels, taints, allocatable resources or schedulability).
+    pub fn set_node(&mut self, node: &k8s_openapi::api::core::v1::Node) -> bool {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let i = self.slot(&name);
+        let before = &self.nodes[i];
+        let (labels, taints, alloc, unsched, was_present) = (
+            before.labels.clone(),
+            before.taints.clone(),
+            before.allocatable.clone(),
+            before.unschedulable,
+            before.present,
+        );
+        let had_pods = !before.pods.is_empty();
+        self.nodes[i].set_node(node);
+        let after = &self.nodes[i];
+        let relabelled = labels != after.labels;
+        let relevant = !was_present
+            || relabelled
+            || taints != after.taints
+            || alloc != after.allocatable
+            || unsched != after.unschedulable;
+        if !was_present || relabelled {
+            self.node_changed();
+        }
+        if relabelled && had_pods {
+            // Domains moved: counters are recounted when next needed.
+            self.drop_counters();
+        }
+        relevant
+    }
+
+    /// A node was deleted (kept as a placeholder while pods still name it).
+    pub fn remove_node(&mut self, name: &str) {
+        let Some(&i) = self.index.get(name) else {
+            return;
+        };
+        self.nodes[i].present = false;
+        if !self.nodes[i].pods.is_empty() {
+            self.drop_counters();
+        }
+        self.nodes[i].labels.clear();
+        self.node_changed();
+        if self.nodes[i].pods.is_empty() {
+            self.index.remove(name);
+            self.nodes.swap_remove(i);
+            if let Some(moved) = self.nodes.get(i) {
+                self.index.insert(moved.name.clone(), i);
+            }
+        }
+    }
+
+    fn count(&mut self, pod: &PodInfo, node_slot: usize, sign: i32) {
+        let node = &self.nodes[node_slot];
+        let mut visited: Vec<usize> = self.unindexed.clone();
+        for (k, v) in &pod.labels {
+            if let Some(list) = self.by_label.get(&(k.clone(), v.clone())) {
+                visited.extend(list.iter().copied());
+            }
+        }
+        visited.sort_unstable();
+        visited.dedup();
+        for c in visited {
+            self.counters[c].apply(pod, node, sign);
+        }
+    }
+
+    fn place(&mut self, info: Arc<PodInfo>, node: &str, assumed: bool) {
+        let i = self.slot(node);
+        self.count(&info, i, 1);
+        if !info.anti_affinity.is_empty() {
+            self.anti_pods.insert(info.uid.clone());
+        }
+        self.nodes[i].add_pod(Arc::clone(&info));
+        self.pods.insert(
+            info.uid.clone(),
+            PodEntry {
+                info,
+                node: node.to_string(),
+                assumed,
+            },
+        );
+    }
+
+    fn unplace(&mut self, uid: &str) -> Option<PodEntry> {
+        let entry = self.pods.remove(uid)?;
+        self.anti_pods.remove(uid);
+        if let Some(&i) = self.index.get(&entry.node) {
+            self.count(&entry.info, i, -1);
+            self.nodes[i].remove_pod(uid);
+            if !self.nodes[i].present && self.nodes[i].pods.is_empty() {
+                let name = entry.node.clone();
+                self.index.remove(&name);
+                self.nodes.swap_remove(i);
+                if let Some(moved) = self.nodes.get(i) {
+                    self.index.insert(moved.name.clone(), i);
+                }
+            }
+        }
+        Some(entry)
+    }
+
+    /// A pod bound to a node was added or updated (confirming an assumed one); terminal
+    /// pods leave the cache.
+    pub fn set_pod(&mut self, info: PodInfo) {
+        if info.terminal || info.node_name.is_empty() {
+            self.remove_pod(&info.uid);
+            return;
+        }
+        if let Some(old) = self.pods.get(&info.uid)
+            && old.node == info.node_name
+            && !old.assumed
+            && !pod_changed_for_cache(&old.info, &info)
+        {
+            return;
+        }
+        self.unplace(&info.uid);
+        let node = info.node_name.clone();
+        self.place(Arc::new(info), &node, false);
+    }
+
+    pub fn remove_pod(&mut self, uid: &str) {
+        self.unplace(uid);
+    }
+
+    /// Puts a pod on a node before its binding is written.
+    pub fn assume(&mut self, info: Arc<PodInfo>, node: &str) {
+        self.unplace(&info.uid);
+        self.place(info, node, true);
+    }
+
+    /// Takes back an assumed pod whose binding failed.
+    pub fn forget(&mut self, uid: &str) {
+        if self.is_assumed(uid) {
+            self.unplace(uid);
+        }
+    }
+
+    fn drop_counters(&mut self) {
+        self.counters.clear();
+        self.counter_index.clear();
+        self.by_label.clear();
+        self.unindexed.clear();
+    }
+
+    /// The counter for `(namespaces, selector, topology_key)`, built on first use.
+    pub fn counter(
+        &mut self,
+        namespaces: &Namespaces,
+        selector: &LabelSelector,
+        topology_key: &str,
+    ) -> usize {
+        let key = CounterKey {
+            namespaces: namespaces.clone(),
+            selector: selector.to_string(),
+            topology_key: topology_key.to_string(),
+        };
+        if let Some(i) = self.counter_index.get(&key) {
+            return *i;
+        }
+        let mut counter = Counter {
+            namespaces: namespaces.clone(),
+            selector: selector.clone(),
+            topology_key: topology_key.to_string(),
+            by_domain: HashMap::new(),
+            total: 0,
+        };
+        for entry in self.pods.values() {
+            if let Some(&i) = self.index.get(&entry.node) {
+                counter.apply(&entry.info, &self.nodes[i], 1);
+            }
+        }
+        let id = self.counters.len();
+        self.counters.push(counter);
+        self.counter_index.insert(key, id);
+        let exact = selector
+            .requirements()
+            .iter()
+            .find_map(|r| selector.requires_exact_match(r.key()).map(|v| (r.key(), v)));
+        match exact {
+            Some((k, v)) => self
+                .by_label
+                .entry((k.to_string(), v.to_string()))
+                .or_default()
+                .push(id),
+            None => self.unindexed.push(id),
+        }
+        id
+    }
+
+    pub fn counter_at(&self, id: usize) -> &Counter {
+        &self.counters[id]
+    }
+
+    /// The domains of `topology_key` among existing nodes (value → node count).
+    pub fn domains(&mut self, topology_key: &str) -> &HashMap<String, u32> {
+        let nodes = &self.nodes;
+        self.domains
+            .entry(topology_key.to_string())
+            .or_insert_with(|| {
+                let mut map: HashMap<String, u32> = HashMap::new();
+                for n in nodes.iter().filter(|n| n.present) {
+                    if let Some(v) = n.labels.get(topology_key) {
+                        *map.entry(v.clone()).or_default() += 1;
+                    }
+                }
+                map
+            })
+    }
+
+    /// The bound pods with required anti-affinity terms.
+    pub fn anti_affinity_pods(&self) -> impl Iterator<Item = (&PodInfo, &NodeInfo)> {
+        self.anti_pods.iter().filter_map(|uid| {
+            let e = self.pods.get(uid)?;
+            let n = self.index.get(&e.node).map(|i| &self.nodes[*i])?;
+            Some((e.info.as_ref(), n))
+        })
+    }
+
+    /// Every pod in the cache with its node name (for tests and preemption).
+    pub fn pods(&self) -> impl Iterator<Item = (&PodInfo, &str)> {
+        self.pods
+            .values()
+            .map(|e| (e.info.as_ref(), e.node.as_str()))
+    }
+
+    /// Rough bytes held per pod (for the memory report).
+    pub fn approx_bytes(&self) -> usize {
+        let per_pod: usize = self
+            .pods
+            .values()
+            .map(|e| {
+                std::mem::size_of::<PodInfo>()
+                    + e.info.name.len()
+                    + e.info.namespace.len()
+                    + e.info.uid.len() * 2
+                    + e.info
+                        .labels
+                        .iter()
+                        .map(|(k, v)| k.len() + v.len() + 48)
+                        .sum::<usize>()
+            })
+            .sum();
+        per_pod + self.nodes.len() * std::mem::size_of::<NodeInfo>()
+    }
+}
+
+/// Whether an update changes anything the cache derives from a bound pod.
+fn pod_changed_for_cache(old: &PodInfo, new: &PodInfo) -> bool {
+    old.labels != new.labels
+        || old.deleting != new.deleting
+        || old.requests != new.requests
+        || old.host_ports != new.host_ports
+        || old.anti_affinity.len() != new.anti_affinity.len()
+}
+
+/// A label map helper for tests.
+pub fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}

@@ -1,0 +1,567 @@
+//! The scheduler's loop over the API server, as upstream's kube-scheduler: list+watch of
+//! pods, nodes and the objects default spreading reads (Services, ReplicaSets,
+//! StatefulSets, ReplicationControllers), each event folded into the compact cache or the
+//! queue; one scheduling cycle at a time under the lock; the pod assumed on its node at
+//! once and bound asynchronously through `pods/binding`; `Scheduled` / `FailedScheduling`
+//! / `Preempted` events; the `PodScheduled=False` condition and `nominatedNodeName`
+//! written on failure.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod, ReplicationController, Service};
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::runtime::watcher;
+use kube::{Client, Resource};
+use runtime::events::{EventType, Recorder};
+use serde_json::json;
+use tokio::sync::{Notify, Semaphore};
+
+use crate::cache::Cache;
+use crate::framework::{Algorithm, Profile};
+use crate::model::PodInfo;
+use crate::preemption;
+use crate::queue::SchedulingQueue;
+
+/// How many bindings may be in flight at once.
+const PARALLEL_BINDS: usize = 256;
+
+/// The scheduler's errors.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("client: {0}")]
+    Client(#[from] kube::Error),
+    #[error("no profiles")]
+    NoProfiles,
+}
+
+/// Figures for benchmarks and logs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Stats {
+    pub scheduled: u64,
+    pub bound: u64,
+    pub failed: u64,
+    /// Total time spent in scheduling cycles.
+    pub cycle_time: Duration,
+}
+
+struct State {
+    cache: Cache,
+    queue: SchedulingQueue,
+    algorithm: Algorithm,
+    stats: Stats,
+}
+
+/// A running scheduler.
+pub struct Scheduler {
+    state: Mutex<State>,
+    wake: Notify,
+    profiles: HashMap<String, Profile>,
+    client: Client,
+    recorder: Recorder,
+    binds: Arc<Semaphore>,
+    metrics: Arc<crate::metrics::Metrics>,
+}
+
+impl Scheduler {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        match self.state.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> Stats {
+        self.lock().stats
+    }
+}
+
+fn object_ref(pod: &PodInfo) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        namespace: Some(pod.namespace.clone()),
+        name: Some(pod.name.clone()),
+        uid: Some(pod.uid.clone()),
+        resource_version: Some(pod.resource_version.clone()).filter(|s| !s.is_empty()),
+        field_path: None,
+    }
+}
+
+/// Starts the scheduler with `profiles`; returns once the loops are spawned.
+pub fn start(
+    client: Client,
+    profiles: Vec<Profile>,
+    recorder: Recorder,
+    metrics: Arc<crate::metrics::Metrics>,
+) -> Result<Arc<Scheduler>, Error> {
+    if profiles.is_empty() {
+        return Err(Error::NoProfiles);
+    }
+    let profiles = profiles
+        .into_iter()
+        .map(|p| (p.scheduler_name.clone(), p))
+        .collect();
+    let sched = Arc::new(Scheduler {
+        state: Mutex::new(State {
+            cache: Cache::new(),
+            queue: SchedulingQueue::new(),
+            algorithm: Algorithm::default(),
+            stats: Stats::default(),
+        }),
+        wake: Notify::new(),
+        profiles,
+        client: client.clone(),
+        recorder,
+        binds: Arc::new(Semaphore::new(PARALLEL_BINDS)),
+        metrics,
+    });
+    spawn_watch(
+        Arc::clone(&sched),
+        Api::<Node>::all(client.clone()),
+        on_node,
+    );
+    spawn_watch(Arc::clone(&sched), Api::<Pod>::all(client.clone()), on_pod);
+    spawn_watch(
+        Arc::clone(&sched),
+        Api::<Service>::all(client.clone()),
+        on_service,
+    );
+    spawn_watch(
+        Arc::clone(&sched),
+        Api::<ReplicaSet>::all(client.clone()),
+        |s, e| {
+            on_controller(s, e, "ReplicaSet", |r: &ReplicaSet| {
+                r.spec.as_ref().map(|s| s.selector.clone())
+            })
+        },
+    );
+    spawn_watch(
+        Arc::clone(&sched),
+        Api::<StatefulSet>::all(client.clone()),
+        |s, e| {
+            on_controller(s, e, "StatefulSet", |r: &StatefulSet| {
+                r.spec.as_ref().map(|s| s.selector.clone())
+            })
+        },
+    );
+    spawn_watch(
+        Arc::clone(&sched),
+        Api::<ReplicationController>::all(client),
+        |s, e| {
+            on_controller(
+                s,
+                e,
+                "ReplicationController",
+                |r: &ReplicationController| {
+                    r.spec.as_ref().and_then(|s| s.selector.clone()).map(|m| {
+                        k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
+                            match_labels: Some(m),
+                            match_expressions: None,
+                        }
+                    })
+                },
+            )
+        },
+    );
+    let s = Arc::clone(&sched);
+    tokio::spawn(async move { schedule_loop(s).await });
+    let s = Arc::clone(&sched);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(30));
+        loop {
+            tick.tick().await;
+            s.lock().queue.flush_unschedulable(Instant::now());
+            s.wake.notify_one();
+        }
+    });
+    Ok(sched)
+}
+
+/// A watcher event with the relist bookkeeping done: `Relisted` carries the keys seen by
+/// a fresh list, so objects deleted while the watch was down can be dropped.
+enum Change<K> {
+    Apply(K),
+    Delete(K),
+    Relisted(HashSet<String>),
+}
+
+fn spawn_watch<K, F>(sched: Arc<Scheduler>, api: Api<K>, handle: F)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    F: Fn(&Scheduler, Change<K>) + Send + 'static,
+{
+    tokio::spawn(async move {
+        let mut stream = std::pin::pin!(watcher(api, watcher::Config::default()));
+        let mut seen: HashSet<String> = HashSet::new();
+        while let Some(e) = stream.next().await {
+            match e {
+                Ok(watcher::Event::Init) => seen.clear(),
+                Ok(watcher::Event::InitApply(o)) => {
+                    seen.insert(o.meta().uid.clone().unwrap_or_default());
+                    handle(&sched, Change::Apply(o));
+                }
+                Ok(watcher::Event::InitDone) => {
+                    handle(&sched, Change::Relisted(std::mem::take(&mut seen)));
+                }
+                Ok(watcher::Event::Apply(o)) => handle(&sched, Change::Apply(o)),
+                Ok(watcher::Event::Delete(o)) => handle(&sched, Change::Delete(o)),
+                Err(e) => tracing::debug!(error = %e, "watch error; the watcher backs off"),
+            }
+            sched.wake.notify_one();
+        }
+    });
+}
+
+fn on_node(s: &Scheduler, c: Change<Node>) {
+    let mut st = s.lock();
+    let now = Instant::now();
+    match c {
+        Change::Apply(n) => {
+            if st.cache.set_node(&n) {
+                st.queue.move_all(now);
+            }
+        }
+        Change::Delete(n) => {
+            st.cache
+                .remove_node(n.metadata.name.as_deref().unwrap_or_default());
+        }
+        Change::Relisted(_) => {
+            // Nodes are few: a relist re-applied every one; none is dropped here.
+            st.queue.move_all(now);
+        }
+    }
+}
+
+fn on_pod(s: &Scheduler, c: Change<Pod>) {
+    let mut st = s.lock();
+    let now = Instant::now();
+    match c {
+        Change::Apply(p) => {
+            let info = PodInfo::from_pod(&p);
+            if !info.node_name.is_empty() {
+                st.queue.delete(&info.uid);
+                st.cache.set_pod(info);
+            } else if info.terminal || info.deleting {
+                st.queue.delete(&info.uid);
+            } else if s.profiles.contains_key(&info.scheduler_name)
+                && !st.cache.is_assumed(&info.uid)
+            {
+                st.queue.add(Arc::new(info), now);
+            }
+        }
+        Change::Delete(p) => {
+            let uid = p.metadata.uid.clone().unwrap_or_default();
+            st.queue.delete(&uid);
+            if st.cache.pod_node(&uid).is_some() {
+                st.cache.remove_pod(&uid);
+                st.queue.move_all(now);
+            }
+        }
+        Change::Relisted(seen) => {
+            let gone: Vec<String> = st
+                .cache
+                .pods()
+                .filter(|(p, _)| !seen.contains(&p.uid) && !st.cache.is_assumed(&p.uid))
+                .map(|(p, _)| p.uid.clone())
+                .collect();
+            for uid in gone {
+                st.cache.remove_pod(&uid);
+            }
+            st.queue.move_all(now);
+        }
+    }
+}
+
+fn on_service(s: &Scheduler, c: Change<Service>) {
+    let mut st = s.lock();
+    match c {
+        Change::Apply(svc) => {
+            let ns = svc.metadata.namespace.clone().unwrap_or_default();
+            let name = svc.metadata.name.clone().unwrap_or_default();
+            let sel: BTreeMap<String, String> =
+                svc.spec.and_then(|s| s.selector).unwrap_or_default();
+            st.cache
+                .owner_selectors
+                .services
+                .entry(ns)
+                .or_default()
+                .insert(name, sel);
+        }
+        Change::Delete(svc) => {
+            let ns = svc.metadata.namespace.clone().unwrap_or_default();
+            let name = svc.metadata.name.clone().unwrap_or_default();
+            if let Some(m) = st.cache.owner_selectors.services.get_mut(&ns) {
+                m.remove(&name);
+            }
+        }
+        Change::Relisted(_) => {}
+    }
+}
+
+fn on_controller<K: Resource>(
+    s: &Scheduler,
+    c: Change<K>,
+    kind: &str,
+    selector: impl Fn(&K) -> Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
+) {
+    let mut st = s.lock();
+    let key = |o: &K| {
+        (
+            kind.to_string(),
+            o.meta().namespace.clone().unwrap_or_default(),
+            o.meta().name.clone().unwrap_or_default(),
+        )
+    };
+    match c {
+        Change::Apply(o) => {
+            let sel = api::selector::LabelSelector::from_metav1(selector(&o).as_ref())
+                .unwrap_or_else(|_| api::selector::LabelSelector::nothing());
+            st.cache.owner_selectors.controllers.insert(key(&o), sel);
+        }
+        Change::Delete(o) => {
+            st.cache.owner_selectors.controllers.remove(&key(&o));
+        }
+        Change::Relisted(_) => {}
+    }
+}
+
+/// What a cycle decided, carried out after the lock is released.
+enum Outcome {
+    Bind {
+        pod: Arc<PodInfo>,
+        node: String,
+    },
+    Failed {
+        pod: Arc<PodInfo>,
+        message: String,
+        nominated: Option<String>,
+        victims: Vec<Arc<PodInfo>>,
+    },
+}
+
+async fn schedule_loop(s: Arc<Scheduler>) {
+    loop {
+        let outcome = {
+            let mut st = s.lock();
+            let now = Instant::now();
+            st.queue
+                .pop(now)
+                .map(|(pod, _cycle)| cycle(&s, &mut st, pod, now))
+        };
+        match outcome {
+            Some(Some(o)) => carry_out(&s, o).await,
+            Some(None) => {}
+            None => {
+                let next = s.lock().queue.next_backoff();
+                let wait = next
+                    .map(|t| t.saturating_duration_since(Instant::now()))
+                    .unwrap_or(Duration::from_secs(1))
+                    .clamp(Duration::from_millis(1), Duration::from_secs(1));
+                let _ = tokio::time::timeout(wait, s.wake.notified()).await;
+            }
+        }
+    }
+}
+
+/// One scheduling cycle under the lock.
+fn cycle(s: &Scheduler, st: &mut State, pod: Arc<PodInfo>, now: Instant) -> Option<Outcome> {
+    let Some(profile) = s.profiles.get(&pod.scheduler_name) else {
+        st.queue.done(&pod.uid);
+        return None;
+    };
+    let span = tracing::debug_span!("schedule", pod = %pod.key());
+    let _guard = span.enter();
+    let started = Instant::now();
+    let State {
+        cache,
+        queue,
+        algorithm,
+        ..
+    } = st;
+    let result = algorithm.schedule(profile, &pod, cache);
+    let outcome = match result {
+        Ok(placement) => {
+            let mut assumed = (*pod).clone();
+            assumed.node_name.clone_from(&placement.node);
+            cache.assume(Arc::new(assumed), &placement.node);
+            st.stats.scheduled += 1;
+            tracing::debug!(node = %placement.node, evaluated = placement.evaluated, "placed");
+            Some(Outcome::Bind {
+                pod,
+                node: placement.node,
+            })
+        }
+        Err(mut diagnosis) => {
+            let mut nominated = None;
+            let mut victims = Vec::new();
+            if profile.preemption {
+                match preemption::preempt(profile, &pod, cache, &diagnosis) {
+                    Ok(p) => {
+                        nominated = Some(p.node);
+                        victims = p.victims;
+                    }
+                    Err(msg) => diagnosis.post_filter = Some(msg),
+                }
+            }
+            queue.unschedulable(&pod.uid, now);
+            st.stats.failed += 1;
+            Some(Outcome::Failed {
+                pod,
+                message: diagnosis.message(),
+                nominated,
+                victims,
+            })
+        }
+    };
+    let took = started.elapsed();
+    let result = match &outcome {
+        Some(Outcome::Bind { .. }) => "scheduled",
+        _ => "unschedulable",
+    };
+    s.metrics.attempt(&profile.scheduler_name, result, took);
+    s.metrics.set_pending(st.queue.lengths());
+    st.stats.cycle_time += took;
+    outcome
+}
+
+async fn carry_out(s: &Arc<Scheduler>, outcome: Outcome) {
+    match outcome {
+        Outcome::Bind { pod, node } => {
+            let Ok(permit) = Arc::clone(&s.binds).acquire_owned().await else {
+                return;
+            };
+            let s = Arc::clone(s);
+            tokio::spawn(async move {
+                let _permit = permit;
+                bind(&s, &pod, &node).await;
+            });
+        }
+        Outcome::Failed {
+            pod,
+            message,
+            nominated,
+            victims,
+        } => {
+            let s = Arc::clone(s);
+            tokio::spawn(async move {
+                failed(&s, &pod, &message, nominated.as_deref(), &victims).await;
+            });
+        }
+    }
+}
+
+async fn bind(s: &Scheduler, pod: &PodInfo, node: &str) {
+    let body = json!({
+        "apiVersion": "v1", "kind": "Binding",
+        "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+    });
+    let result = async {
+        let bytes = serde_json::to_vec(&body).map_err(|e| e.to_string())?;
+        let req = http::Request::post(format!(
+            "/api/v1/namespaces/{}/pods/{}/binding",
+            pod.namespace, pod.name
+        ))
+        .header("content-type", "application/json")
+        .body(bytes)
+        .map_err(|e| e.to_string())?;
+        s.client
+            .request::<serde_json::Value>(req)
+            .await
+            .map_err(|e| e.to_string())
+    }
+    .await;
+    match result {
+        Ok(_) => {
+            {
+                let mut st = s.lock();
+                st.queue.done(&pod.uid);
+                st.stats.bound += 1;
+            }
+            s.recorder.event(
+                &object_ref(pod),
+                EventType::Normal,
+                "Scheduled",
+                &format!(
+                    "Successfully assigned {}/{} to {node}",
+                    pod.namespace, pod.name
+                ),
+            );
+        }
+        Err(e) => {
+            tracing::info!(pod = %pod.key(), node, error = %e, "binding failed; retrying after back-off");
+            let mut st = s.lock();
+            st.cache.forget(&pod.uid);
+            st.queue.error(&pod.uid, Instant::now());
+            drop(st);
+            s.wake.notify_one();
+        }
+    }
+}
+
+async fn failed(
+    s: &Scheduler,
+    pod: &PodInfo,
+    message: &str,
+    nominated: Option<&str>,
+    victims: &[Arc<PodInfo>],
+) {
+    s.recorder.event(
+        &object_ref(pod),
+        EventType::Warning,
+        "FailedScheduling",
+        message,
+    );
+    if let Some(node) = nominated {
+        for v in victims {
+            s.recorder.event(
+                &object_ref(v),
+                EventType::Normal,
+                "Preempted",
+                &format!("Preempted by pod {} on node {node}", pod.uid),
+            );
+            let api: Api<Pod> = Api::namespaced(s.client.clone(), &v.namespace);
+            let dp = DeleteParams {
+                preconditions: Some(kube::api::Preconditions {
+                    uid: Some(v.uid.clone()),
+                    resource_version: None,
+                }),
+                ..DeleteParams::default()
+            };
+            if let Err(e) = api.delete(&v.name, &dp).await {
+                tracing::info!(victim = %v.key(), error = %e, "could not delete a preemption victim");
+            }
+        }
+    }
+    let same = pod.marked_unschedulable
+        && pod.unschedulable_message == message
+        && nominated.is_none_or(|n| n == pod.nominated_node_name);
+    if same {
+        return;
+    }
+    let now = jiff::Timestamp::now().to_string();
+    let mut status = json!({
+        "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+            "message": message, "lastProbeTime": null, "lastTransitionTime": now}],
+    });
+    if let Some(n) = nominated {
+        status["nominatedNodeName"] = json!(n);
+    }
+    let api: Api<Pod> = Api::namespaced(s.client.clone(), &pod.namespace);
+    let patch = json!({"status": status});
+    if let Err(e) = api
+        .patch_status(
+            &pod.name,
+            &PatchParams::default(),
+            &Patch::Strategic(&patch),
+        )
+        .await
+    {
+        tracing::debug!(pod = %pod.key(), error = %e, "could not write the PodScheduled condition");
+    }
+}
