@@ -336,6 +336,21 @@ pub enum Action {
     Scale(String, i64),
     /// Delete an old ReplicaSet beyond `revisionHistoryLimit`.
     Delete(String),
+    /// Give a ReplicaSet that became the new one again (a rollback) the next revision, as
+    /// upstream's `SetNewReplicaSetAnnotations`.
+    SetRevision(String, i64),
+}
+
+/// The revision the Deployment is at: its new ReplicaSet's, after any bump.
+pub fn current_revision(deployment: &Value, owned: &[&Value]) -> Option<i64> {
+    let new = find_new(deployment, owned)?;
+    let max_old = owned
+        .iter()
+        .filter(|rs| rs["metadata"]["uid"] != new["metadata"]["uid"])
+        .map(|rs| revision_of(rs))
+        .max()
+        .unwrap_or(0);
+    Some(revision_of(new).max(max_old + 1))
 }
 
 const REVISION: &str = "deployment.kubernetes.io/revision";
@@ -482,6 +497,16 @@ pub fn plan(deployment: &Value, owned: &[&Value]) -> Vec<Action> {
             actions.push(Action::Create(new_replica_set(deployment, owned, replicas)));
         }
         Some(new_rs) => {
+            let max_old = old.iter().map(|rs| revision_of(rs)).max().unwrap_or(0);
+            if revision_of(new_rs) <= max_old {
+                actions.push(Action::SetRevision(
+                    new_rs["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    max_old + 1,
+                ));
+            }
             let new_state = rs_state(new_rs);
             let mut all = old_states.clone();
             all.push(new_state.clone());

@@ -11,10 +11,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Config};
+use runtime::events::{EventType, KubeSink, Recorder, RecorderConfig};
 use runtime::expectations::Expectations;
 use runtime::workqueue::WorkQueue;
 use serde_json::{Value, json};
@@ -85,6 +87,28 @@ pub async fn controller_client(
     Ok(Client::try_from(config)?)
 }
 
+/// An event recorder writing as `component` through `writer`.
+fn recorder(writer: &Client, component: &str) -> Recorder {
+    Recorder::spawn(
+        KubeSink::new(writer.clone()),
+        RecorderConfig::new(component, ""),
+    )
+}
+
+/// A reference to an object (as JSON) for events.
+fn reference(obj: &Value, kind: &str, api_version: &str) -> ObjectReference {
+    let s = |v: &Value| v.as_str().map(str::to_string);
+    ObjectReference {
+        api_version: Some(api_version.into()),
+        kind: Some(kind.into()),
+        namespace: s(&obj["metadata"]["namespace"]),
+        name: s(&obj["metadata"]["name"]),
+        uid: s(&obj["metadata"]["uid"]),
+        resource_version: s(&obj["metadata"]["resourceVersion"]),
+        field_path: None,
+    }
+}
+
 fn key_of(ns: &str, name: &str) -> String {
     format!("{ns}/{name}")
 }
@@ -103,6 +127,7 @@ struct Shared {
     queue: WorkQueue<String>,
     expectations: Mutex<Expectations>,
     writer: Client,
+    events: Recorder,
 }
 
 impl Shared {
@@ -156,6 +181,7 @@ pub async fn run_replicasets(
         pods: pods.store.clone(),
         queue: WorkQueue::new(),
         expectations: Mutex::new(Expectations::default()),
+        events: recorder(&writer, "replicaset-controller"),
         writer,
     });
     let s = Arc::clone(&shared);
@@ -353,6 +379,7 @@ async fn sync(s: &Shared, key: &str) -> Result<(), kube::Error> {
         .collect();
     let needs_sync = s.expectations().satisfied(key, Instant::now());
     let claim = replicaset::claim(&rs, &pods);
+    let rs_ref = reference(&rs, "ReplicaSet", "apps/v1");
     let pods_api: Api<Pod> = Api::namespaced(s.writer.clone(), ns);
     adopt_and_release(&pods_api, &rs, "ReplicaSet", &claim).await;
     let mut manage_error: Option<String> = None;
@@ -376,10 +403,33 @@ async fn sync(s: &Shared, key: &str) -> Result<(), kube::Error> {
                     let results =
                         futures::future::join_all((0..batch).map(|_| pods_api.create(&post, &pod)))
                             .await;
-                    let failures: Vec<String> = results
-                        .into_iter()
-                        .filter_map(|r| r.err().map(|e| e.to_string()))
-                        .collect();
+                    let mut failures: Vec<String> = Vec::new();
+                    for r in results {
+                        match r {
+                            Ok(p) => s.events.event(
+                                &rs_ref,
+                                EventType::Normal,
+                                "SuccessfulCreate",
+                                &format!(
+                                    "Created pod: {}",
+                                    p.metadata.name.as_deref().unwrap_or_default()
+                                ),
+                            ),
+                            Err(e) => {
+                                let msg = match &e {
+                                    kube::Error::Api(status) => status.message.clone(),
+                                    other => other.to_string(),
+                                };
+                                s.events.event(
+                                    &rs_ref,
+                                    EventType::Warning,
+                                    "FailedCreate",
+                                    &format!("Error creating: {msg}"),
+                                );
+                                failures.push(e.to_string());
+                            }
+                        }
+                    }
                     created += batch - failures.len();
                     if !failures.is_empty() {
                         // The failed creations and the skipped batches will never be seen.
@@ -398,9 +448,23 @@ async fn sync(s: &Shared, key: &str) -> Result<(), kube::Error> {
                 let results =
                     futures::future::join_all(names.iter().map(|n| pods_api.delete(n, &dp))).await;
                 for (n, r) in names.iter().zip(results) {
-                    if let Err(e) = r {
-                        s.expectations().deletion_observed(key, &key_of(ns, n));
-                        manage_error.get_or_insert(e.to_string());
+                    match r {
+                        Ok(_) => s.events.event(
+                            &rs_ref,
+                            EventType::Normal,
+                            "SuccessfulDelete",
+                            &format!("Deleted pod: {n}"),
+                        ),
+                        Err(e) => {
+                            s.expectations().deletion_observed(key, &key_of(ns, n));
+                            s.events.event(
+                                &rs_ref,
+                                EventType::Warning,
+                                "FailedDelete",
+                                &format!("Error deleting: {e}"),
+                            );
+                            manage_error.get_or_insert(e.to_string());
+                        }
                     }
                 }
             }
@@ -454,6 +518,7 @@ struct DeploymentShared {
     replicasets: Store<ReplicaSet>,
     queue: WorkQueue<String>,
     writer: Client,
+    events: Recorder,
 }
 
 impl DeploymentShared {
@@ -476,6 +541,7 @@ pub async fn run_deployments(
         deployments: deployments.store.clone(),
         replicasets: replicasets.store.clone(),
         queue: WorkQueue::new(),
+        events: recorder(&writer, "deployment-controller"),
         writer,
     });
     let s = Arc::clone(&shared);
@@ -548,6 +614,7 @@ async fn sync_deployment(s: &DeploymentShared, key: &str) -> Result<(), kube::Er
         .filter_map(|r| serde_json::to_value(r.as_ref()).ok())
         .collect();
     let claim = replicaset::claim(&d, &rss);
+    let d_ref = reference(&d, "Deployment", "apps/v1");
     let rs_api: Api<ReplicaSet> = Api::namespaced(s.writer.clone(), ns);
     adopt_and_release(&rs_api, &d, "Deployment", &claim).await;
     for action in deployment::plan(&d, &claim.owned) {
@@ -557,14 +624,47 @@ async fn sync_deployment(s: &DeploymentShared, key: &str) -> Result<(), kube::Er
                     continue;
                 };
                 match rs_api.create(&PostParams::default(), &rs).await {
-                    Ok(_) => {}
+                    Ok(created) => {
+                        let replicas = created.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
+                        if replicas > 0 {
+                            s.events.event(
+                                &d_ref,
+                                EventType::Normal,
+                                "ScalingReplicaSet",
+                                &format!(
+                                    "Scaled up replica set {} from 0 to {replicas}",
+                                    created.metadata.name.as_deref().unwrap_or_default()
+                                ),
+                            );
+                        }
+                    }
                     // Already there (the cache lags): the next event brings it.
                     Err(kube::Error::Api(e)) if e.code == 409 => {}
                     Err(e) => return Err(e),
                 }
             }
             Action::Scale(rs, replicas) => {
+                let from = claim
+                    .owned
+                    .iter()
+                    .find(|r| r["metadata"]["name"] == rs.as_str())
+                    .and_then(|r| r["spec"]["replicas"].as_i64())
+                    .unwrap_or(0);
                 let patch = json!({"spec": {"replicas": replicas}});
+                rs_api
+                    .patch(&rs, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await?;
+                let direction = if replicas > from { "up" } else { "down" };
+                s.events.event(
+                    &d_ref,
+                    EventType::Normal,
+                    "ScalingReplicaSet",
+                    &format!("Scaled {direction} replica set {rs} from {from} to {replicas}"),
+                );
+            }
+            Action::SetRevision(rs, revision) => {
+                let patch = json!({"metadata": {"annotations": {
+                    "deployment.kubernetes.io/revision": revision.to_string()}}});
                 rs_api
                     .patch(&rs, &PatchParams::default(), &Patch::Merge(&patch))
                     .await?;
@@ -580,9 +680,18 @@ async fn sync_deployment(s: &DeploymentShared, key: &str) -> Result<(), kube::Er
         .strftime("%Y-%m-%dT%H:%M:%SZ")
         .to_string();
     let status = deployment::status(&d, &claim.owned, &now);
-    if status != d["status"] {
+    // The Deployment carries its new ReplicaSet's revision, written with the status as
+    // upstream does (the status strategy keeps annotations, so the generation stays).
+    let revision = deployment::current_revision(&d, &claim.owned).map(|r| r.to_string());
+    let revision_changed = revision.as_deref().is_some_and(|r| {
+        d["metadata"]["annotations"]["deployment.kubernetes.io/revision"].as_str() != Some(r)
+    });
+    if status != d["status"] || revision_changed {
         let mut body = d.clone();
         body["status"] = status;
+        if let Some(r) = revision {
+            body["metadata"]["annotations"]["deployment.kubernetes.io/revision"] = json!(r);
+        }
         let Ok(body) = serde_json::from_value::<Deployment>(body) else {
             return Ok(());
         };

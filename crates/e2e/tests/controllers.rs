@@ -247,3 +247,43 @@ fn garbage_collector_cascades_in_all_three_modes() {
     );
     assert_eq!(count("pods", "app=orph"), 2);
 }
+
+#[test]
+fn quota_refusals_become_failed_create_events_and_a_replica_failure() {
+    let server = RkubeServer::start();
+    server.kubectl_ok(Some("1.33"), &["create", "namespace", "tight"]);
+    server.wait_for_object(&["get", "serviceaccount", "default", "-n", "tight"]);
+    server.kubectl_ok(
+        Some("1.33"),
+        &["create", "quota", "two", "-n", "tight", "--hard=pods=2"],
+    );
+    let rs = json!({
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": "web", "namespace": "tight"},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "web", "image": "registry.local/web:1"}]}}},
+    });
+    let o = server.kubectl_stdin(Some("1.33"), &["apply", "-f", "-"], &rs.to_string());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    eventually("FailedCreate", || {
+        let d = server.kubectl_ok(Some("1.33"), &["describe", "rs", "web", "-n", "tight"]);
+        d.contains("FailedCreate") && d.contains("exceeded quota: two")
+    });
+    eventually("ReplicaFailure", || {
+        server.kubectl_ok(
+            Some("1.33"),
+            &[
+                "get",
+                "rs",
+                "web",
+                "-n",
+                "tight",
+                "-o",
+                "jsonpath={.status.conditions[?(@.type==\"ReplicaFailure\")].status}",
+            ],
+        ) == "True"
+    });
+    let n = server.kubectl_ok(Some("1.33"), &["get", "pods", "-n", "tight", "-o", "name"]);
+    assert_eq!(n.lines().count(), 2, "{n}");
+}

@@ -120,6 +120,20 @@ fn the_seed_command_spreads_three_pods_over_three_nodes() {
     assert!(described.contains("default-scheduler"), "{described}");
     let table = server.kubectl_ok(K, &["get", "deployment", "nginx"]);
     assert!(table.contains("3/3"), "{table}");
+    // The controllers' events, as `kubectl describe` shows them.
+    let rs = pods[0]["metadata"]["ownerReferences"][0]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    wait_for("ScalingReplicaSet", 20, || {
+        let d = server.kubectl_ok(K, &["describe", "deployment", "nginx"]);
+        d.contains("ScalingReplicaSet")
+            && d.contains(&format!("Scaled up replica set {rs} from 0 to 3"))
+    });
+    wait_for("SuccessfulCreate", 20, || {
+        let d = server.kubectl_ok(K, &["describe", "replicaset", &rs]);
+        d.contains("SuccessfulCreate") && d.contains("Created pod: nginx-")
+    });
 }
 
 #[test]
@@ -379,4 +393,96 @@ fn rkube_scheduler_runs_as_its_own_process_with_leader_election() {
     std::fs::write(&bad, "kind: Nope\n").unwrap();
     let err = testkit::server_start_error(&["--scheduler-config", bad.to_str().unwrap()]);
     assert!(err.contains("no kind \"Nope\""), "{err}");
+}
+
+fn rollout_ok(server: &RkubeServer, args: &[&str]) -> String {
+    let mut a = vec!["rollout"];
+    a.extend_from_slice(args);
+    let o = server.kubectl(&a);
+    assert!(
+        o.status.success(),
+        "kubectl rollout {args:?}: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+fn image(server: &RkubeServer) -> String {
+    server.kubectl_ok(
+        K,
+        &[
+            "get",
+            "deploy",
+            "web",
+            "-o",
+            "jsonpath={.spec.template.spec.containers[0].image}",
+        ],
+    )
+}
+
+#[test]
+fn kubectl_rollout_status_history_undo_pause_resume_restart() {
+    let server = RkubeServer::start();
+    let _sim = SimNodes::start(&server, "a", &["--count", "3"]);
+    nodes_schedulable(&server, 3);
+    server.wait_for_object(&["get", "serviceaccount", "default"]);
+    server.kubectl_ok(
+        K,
+        &[
+            "create",
+            "deployment",
+            "web",
+            "--image=web:1",
+            "--replicas=3",
+        ],
+    );
+    let status = rollout_ok(&server, &["status", "deploy/web", "--timeout=60s"]);
+    assert!(status.contains("successfully rolled out"), "{status}");
+    server.kubectl_ok(K, &["set", "image", "deploy/web", "web=web:2"]);
+    rollout_ok(&server, &["status", "deploy/web", "--timeout=60s"]);
+    let history = rollout_ok(&server, &["history", "deploy/web"]);
+    assert!(
+        history.contains("REVISION") && history.contains("\n2 "),
+        "{history}"
+    );
+    // Undo goes back to web:1 as revision 3.
+    rollout_ok(&server, &["undo", "deploy/web"]);
+    rollout_ok(&server, &["status", "deploy/web", "--timeout=60s"]);
+    assert_eq!(image(&server), "web:1");
+    let history = rollout_ok(&server, &["history", "deploy/web"]);
+    assert!(history.contains("\n3 "), "{history}");
+    wait_for("the Deployment's revision annotation", 20, || {
+        get(&server, &["deploy", "web"])["metadata"]["annotations"]["deployment.kubernetes.io/revision"]
+            == "3"
+    });
+    // Paused: a new template makes no new ReplicaSet until resumed.
+    rollout_ok(&server, &["pause", "deploy/web"]);
+    server.kubectl_ok(K, &["set", "image", "deploy/web", "web=web:3"]);
+    std::thread::sleep(Duration::from_secs(2));
+    let images = || {
+        items(get(&server, &["rs", "-l", "app=web"]))
+            .iter()
+            .filter(|r| r["spec"]["replicas"].as_i64().unwrap_or(0) > 0)
+            .map(|r| {
+                r["spec"]["template"]["spec"]["containers"][0]["image"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(images(), ["web:1"]);
+    rollout_ok(&server, &["resume", "deploy/web"]);
+    rollout_ok(&server, &["status", "deploy/web", "--timeout=60s"]);
+    assert_eq!(images(), ["web:3"]);
+    // Restart: a new ReplicaSet with the same image.
+    let before = items(get(&server, &["rs", "-l", "app=web"])).len();
+    rollout_ok(&server, &["restart", "deploy/web"]);
+    rollout_ok(&server, &["status", "deploy/web", "--timeout=60s"]);
+    assert_eq!(
+        items(get(&server, &["rs", "-l", "app=web"])).len(),
+        before + 1
+    );
+    assert_eq!(images(), ["web:3"]);
 }

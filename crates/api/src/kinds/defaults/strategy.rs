@@ -288,8 +288,13 @@ pub fn prepare_for_status_update(
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    if let Some(meta) = ensure_obj(nm, "metadata") {
-        for key in [
+    // The apps workloads' status strategies keep only the spec and labels (so their
+    // controllers write annotations, such as a Deployment's revision, with the status);
+    // the others keep the metadata a status writer must not change.
+    let kept: &[&str] = if group == "apps" {
+        &["deletionTimestamp", "generation", "selfLink", "labels"]
+    } else {
+        &[
             "deletionTimestamp",
             "generation",
             "selfLink",
@@ -297,7 +302,10 @@ pub fn prepare_for_status_update(
             "annotations",
             "finalizers",
             "ownerReferences",
-        ] {
+        ]
+    };
+    if let Some(meta) = ensure_obj(nm, "metadata") {
+        for key in kept.iter().copied() {
             match old_meta.get(key) {
                 Some(v) => {
                     meta.insert(key.to_string(), v.clone());
