@@ -573,6 +573,35 @@ pub fn plan(deployment: &Value, owned: &[&Value]) -> Vec<Action> {
     actions
 }
 
+/// Upstream's `DeploymentTimedOut`: no progress recorded for `secs` since the Progressing
+/// condition's `lastUpdateTime`.
+fn timed_out(progressing: Option<&Value>, secs: i64, now: &str) -> bool {
+    let Some(c) = progressing else {
+        return false;
+    };
+    let parse = |v: &Value| v.as_str().and_then(|s| s.parse::<jiff::Timestamp>().ok());
+    let (Some(from), Some(now)) = (parse(&c["lastUpdateTime"]), parse(&Value::from(now))) else {
+        return false;
+    };
+    from.as_second() + secs < now.as_second()
+}
+
+/// When the controller should look again for a stuck rollout: the seconds left before
+/// the progress deadline (`None`: no deadline to watch).
+pub fn recheck_after(deployment: &Value, status: &Value) -> Option<u64> {
+    let secs = deployment["spec"]["progressDeadlineSeconds"]
+        .as_i64()
+        .filter(|d| *d < i64::from(i32::MAX))?;
+    let c = status["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "Progressing")?;
+    if c["status"] != "True" || c["reason"] != "ReplicaSetUpdated" {
+        return None;
+    }
+    u64::try_from(secs + 1).ok()
+}
+
 /// The Deployment's `status` (`calculateStatus` and the Available / Progressing
 /// conditions) from its ReplicaSets at `now` (RFC 3339).
 pub fn status(deployment: &Value, owned: &[&Value], now: &str) -> Value {
@@ -595,7 +624,17 @@ pub fn status(deployment: &Value, owned: &[&Value], now: &str) -> Value {
         .as_array()
         .cloned()
         .unwrap_or_default();
-    let mut set = |ty: &str, status: &str, reason: &str, message: String| {
+    let progressing = conditions
+        .iter()
+        .find(|c| c["type"] == "Progressing")
+        .cloned();
+    let reason_was = progressing
+        .as_ref()
+        .and_then(|c| c["reason"].as_str().map(str::to_string))
+        .unwrap_or_default();
+    // `force`: write the condition anew (a fresh lastUpdateTime) even when its reason
+    // and status stay, as upstream does for every step of progress.
+    let mut set = |ty: &str, status: &str, reason: &str, message: String, force: bool| {
         let existing = conditions.iter().position(|c| c["type"] == ty);
         let transition = existing
             .filter(|i| conditions[*i]["status"] == status)
@@ -604,7 +643,10 @@ pub fn status(deployment: &Value, owned: &[&Value], now: &str) -> Value {
         let c = serde_json::json!({"type": ty, "status": status, "reason": reason, "message": message,
             "lastUpdateTime": now, "lastTransitionTime": transition});
         match existing {
-            Some(i) if conditions[i]["reason"] == reason && conditions[i]["status"] == status => {}
+            Some(i)
+                if !force
+                    && conditions[i]["reason"] == reason
+                    && conditions[i]["status"] == status => {}
             Some(i) => conditions[i] = c,
             None => conditions.push(c),
         }
@@ -615,6 +657,7 @@ pub fn status(deployment: &Value, owned: &[&Value], now: &str) -> Value {
             "True",
             "MinimumReplicasAvailable",
             "Deployment has minimum availability.".into(),
+            false,
         );
     } else {
         set(
@@ -622,10 +665,31 @@ pub fn status(deployment: &Value, owned: &[&Value], now: &str) -> Value {
             "False",
             "MinimumReplicasUnavailable",
             "Deployment does not have minimum availability.".into(),
+            false,
         );
     }
-    let name = deployment["metadata"]["name"].as_str().unwrap_or_default();
-    if let Some(rs) = new {
+    let prev = &deployment["status"];
+    let prev_of = |k: &str| prev[k].as_i64().unwrap_or(0);
+    // upstream's `DeploymentProgressing`: more updated, ready or available replicas, or
+    // fewer old ones, than the last status recorded.
+    let moved = updated > prev_of("updatedReplicas")
+        || ready > prev_of("readyReplicas")
+        || available > prev_of("availableReplicas")
+        || replicas - updated < prev_of("replicas") - prev_of("updatedReplicas");
+    let paused = deployment["spec"]["paused"] == true;
+    // `math.MaxInt32` (or no value) means no deadline.
+    let deadline = deployment["spec"]["progressDeadlineSeconds"]
+        .as_i64()
+        .filter(|d| *d < i64::from(i32::MAX));
+    if paused {
+        set(
+            "Progressing",
+            "Unknown",
+            "DeploymentPaused",
+            "Deployment is paused".into(),
+            false,
+        );
+    } else if let Some(rs) = new {
         let rs_name = rs["metadata"]["name"].as_str().unwrap_or_default();
         let complete = updated == want && replicas == want && available == want;
         if complete {
@@ -634,17 +698,36 @@ pub fn status(deployment: &Value, owned: &[&Value], now: &str) -> Value {
                 "True",
                 "NewReplicaSetAvailable",
                 format!("ReplicaSet \"{rs_name}\" has successfully progressed."),
+                false,
             );
-        } else {
+        } else if reason_was == "DeploymentPaused" {
+            set(
+                "Progressing",
+                "Unknown",
+                "DeploymentResumed",
+                "Deployment is resumed".into(),
+                true,
+            );
+        } else if moved || progressing.is_none() {
             set(
                 "Progressing",
                 "True",
                 "ReplicaSetUpdated",
                 format!("ReplicaSet \"{rs_name}\" is progressing."),
+                true,
+            );
+        } else if let Some(secs) = deadline
+            && reason_was != "ProgressDeadlineExceeded"
+            && timed_out(progressing.as_ref(), secs, now)
+        {
+            set(
+                "Progressing",
+                "False",
+                "ProgressDeadlineExceeded",
+                format!("ReplicaSet \"{rs_name}\" has timed out progressing."),
+                false,
             );
         }
-    } else {
-        let _ = name;
     }
     let mut st = serde_json::json!({
         "observedGeneration": deployment["metadata"]["generation"].clone(),
@@ -789,5 +872,58 @@ mod plan_tests {
             )),
             "{actions:?}"
         );
+    }
+
+    #[test]
+    fn a_stuck_rollout_exceeds_its_progress_deadline() {
+        let mut d = json!({"metadata": {"name": "web", "namespace": "default", "uid": "d", "generation": 2},
+            "spec": {"replicas": 2, "progressDeadlineSeconds": 60, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}}});
+        let template = new_replica_set(&d, &[], 2);
+        let new = |available: i64| {
+            let mut rs = template.clone();
+            rs["metadata"]["uid"] = json!("rs");
+            rs["status"] =
+                json!({"replicas": 2, "readyReplicas": available, "availableReplicas": available});
+            rs
+        };
+        let rs = new(0);
+        let st = status(&d, &[&rs], "2026-01-01T00:00:00Z");
+        let progressing = |st: &Value| {
+            st["conditions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["type"] == "Progressing")
+                .cloned()
+                .unwrap()
+        };
+        assert_eq!(progressing(&st)["reason"], "ReplicaSetUpdated");
+        assert_eq!(recheck_after(&d, &st), Some(61));
+        d["status"] = st;
+        // Nothing moved for 30 s: still within the deadline.
+        let st = status(&d, &[&rs], "2026-01-01T00:00:30Z");
+        assert_eq!(progressing(&st)["reason"], "ReplicaSetUpdated");
+        // 61 s without progress.
+        let st = status(&d, &[&rs], "2026-01-01T00:01:01Z");
+        let c = progressing(&st);
+        assert_eq!(c["status"], "False");
+        assert_eq!(c["reason"], "ProgressDeadlineExceeded");
+        assert_eq!(
+            c["message"],
+            format!(
+                "ReplicaSet \"{}\" has timed out progressing.",
+                rs["metadata"]["name"].as_str().unwrap()
+            )
+        );
+        // Progress again (a replica became available): progressing anew.
+        d["status"] = st;
+        let st = status(&d, &[&new(1)], "2026-01-01T00:02:00Z");
+        assert_eq!(progressing(&st)["reason"], "ReplicaSetUpdated");
+        assert_eq!(progressing(&st)["status"], "True");
+        // Paused.
+        d["spec"]["paused"] = json!(true);
+        let st = status(&d, &[&new(1)], "2026-01-01T00:03:00Z");
+        assert_eq!(progressing(&st)["reason"], "DeploymentPaused");
     }
 }

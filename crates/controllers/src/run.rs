@@ -680,6 +680,11 @@ async fn sync_deployment(s: &DeploymentShared, key: &str) -> Result<(), kube::Er
         .strftime("%Y-%m-%dT%H:%M:%SZ")
         .to_string();
     let status = deployment::status(&d, &claim.owned, &now);
+    // A rollout that stops moving is looked at again when its deadline passes.
+    if let Some(secs) = deployment::recheck_after(&d, &status) {
+        s.queue
+            .add_after(key.to_string(), Duration::from_secs(secs));
+    }
     // The Deployment carries its new ReplicaSet's revision, written with the status as
     // upstream does (the status strategy keeps annotations, so the generation stays).
     let revision = deployment::current_revision(&d, &claim.owned).map(|r| r.to_string());

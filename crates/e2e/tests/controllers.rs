@@ -287,3 +287,39 @@ fn quota_refusals_become_failed_create_events_and_a_replica_failure() {
     let n = server.kubectl_ok(Some("1.33"), &["get", "pods", "-n", "tight", "-o", "name"]);
     assert_eq!(n.lines().count(), 2, "{n}");
 }
+
+#[test]
+fn a_rollout_that_cannot_progress_exceeds_its_deadline() {
+    // No nodes: the pods stay Pending and the rollout stalls.
+    let server = RkubeServer::start();
+    server.wait_for_object(&["get", "serviceaccount", "default"]);
+    let d = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "stuck", "namespace": "default"},
+        "spec": {"replicas": 2, "progressDeadlineSeconds": 2,
+            "selector": {"matchLabels": {"app": "stuck"}},
+            "template": {"metadata": {"labels": {"app": "stuck"}},
+                "spec": {"containers": [{"name": "c", "image": "registry.local/web:1"}]}}},
+    });
+    let o = server.kubectl_stdin(Some("1.33"), &["apply", "-f", "-"], &d.to_string());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    eventually("ProgressDeadlineExceeded", || {
+        server.kubectl_ok(
+            Some("1.33"),
+            &[
+                "get",
+                "deploy",
+                "stuck",
+                "-o",
+                "jsonpath={.status.conditions[?(@.type==\"Progressing\")].reason}",
+            ],
+        ) == "ProgressDeadlineExceeded"
+    });
+    let o = server.kubectl(&["rollout", "status", "deploy/stuck", "--timeout=20s"]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("deployment \"stuck\" exceeded its progress deadline"),
+        "{err}"
+    );
+}
