@@ -99,6 +99,8 @@ pub struct Cache {
     pub node_generation: u64,
     /// The selectors of Services and controllers (for default spreading).
     pub owner_selectors: crate::topology::OwnerSelectors,
+    /// How many nodes hold each image (`None`: to be recounted).
+    image_spread: Option<HashMap<String, i64>>,
 }
 
 impl Cache {
@@ -153,6 +155,7 @@ impl Cache {
     fn node_changed(&mut self) {
         self.node_generation += 1;
         self.domains.clear();
+        self.image_spread = None;
     }
 
     /// A node was added or updated; true when the change may let pods fit (a new node,
@@ -169,7 +172,11 @@ impl Cache {
             before.present,
         );
         let had_pods = !before.pods.is_empty();
+        let images_before = self.nodes[i].images.len();
         self.nodes[i].set_node(node);
+        if images_before != 0 || !self.nodes[i].images.is_empty() {
+            self.image_spread = None;
+        }
         let after = &self.nodes[i];
         let relabelled = labels != after.labels;
         let relevant = !was_present
@@ -363,6 +370,22 @@ impl Cache {
                 }
                 map
             })
+    }
+
+    /// How many existing nodes hold `image` (normalized), counted once per change of the
+    /// nodes' image lists rather than once per pod.
+    pub fn nodes_with_image(&mut self, image: &str) -> i64 {
+        let nodes = &self.nodes;
+        let spread = self.image_spread.get_or_insert_with(|| {
+            let mut m: HashMap<String, i64> = HashMap::new();
+            for n in nodes.iter().filter(|n| n.present) {
+                for i in n.images.keys() {
+                    *m.entry(i.clone()).or_default() += 1;
+                }
+            }
+            m
+        });
+        spread.get(image).copied().unwrap_or(0)
     }
 
     /// The bound pods with required anti-affinity terms.

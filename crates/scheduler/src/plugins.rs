@@ -322,17 +322,13 @@ impl Plugin for ImageLocality {
     }
 
     fn pre_score(&self, pod: &PodInfo, cache: &mut Cache, _: &[usize], state: &mut CycleState) {
-        let images: Vec<String> = pod.images.iter().map(|i| normalize_image(i)).collect();
-        let any_images = cache.nodes().any(|n| !n.images.is_empty());
-        let per_image = images
-            .into_iter()
+        let per_image = pod
+            .images
+            .iter()
             .map(|i| {
-                let n = if any_images {
-                    cache.nodes().filter(|n| n.images.contains_key(&i)).count()
-                } else {
-                    0
-                };
-                (i, i64::try_from(n).unwrap_or(0))
+                let image = normalize_image(i);
+                let n = cache.nodes_with_image(&image);
+                (image, n)
             })
             .collect();
         state.write(

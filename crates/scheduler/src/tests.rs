@@ -433,3 +433,27 @@ fn a_policy_file_maps_predicates_and_priorities_onto_plugins() {
     assert_eq!(scores, [("NodeResourcesFit", 3)]);
     assert!(from_policy(r#"{"kind": "Policy", "predicates": [{"name": "Bogus"}]}"#).is_err());
 }
+
+#[test]
+fn image_locality_prefers_nodes_holding_the_image() {
+    let mut c = Cache::new();
+    for (name, images) in [
+        ("n0", json!([])),
+        (
+            "n1",
+            json!([{"names": ["docker.io/library/web:latest"], "sizeBytes": 500_000_000}]),
+        ),
+    ] {
+        let mut n = node_json(name, "z", "4", 110);
+        n["status"]["images"] = images;
+        c.set_node(&node(n));
+    }
+    let p = pod(pod_json("p", json!({}), "100m"));
+    let mut st = CycleState::default();
+    let plugin = crate::plugins::ImageLocality;
+    plugin.pre_score(&p, &mut c, &[], &mut st);
+    let with = plugin.score(&p, &info(&c, "n1"), &c, &st);
+    let without = plugin.score(&p, &info(&c, "n0"), &c, &st);
+    assert!(with > without, "{with} > {without}");
+    assert_eq!(without, 0);
+}
