@@ -7,6 +7,7 @@
 pub mod deployment;
 pub mod gc;
 pub mod informers;
+pub mod namespace;
 pub mod nodeipam;
 pub mod nodelifecycle;
 pub mod pods;

@@ -677,7 +677,9 @@ pub(super) async fn delete(
         return Err(ApiError::forbidden(r.gr(), name, why));
     }
     let (obj, deleted) = srv.registry.delete(r, ns, name, &opts, &wopts).await?;
-    if deleted {
+    // Namespaces answer with the deleted object (upstream's `ReturnDeletedObject`).
+    let returns_object = r.info.group.is_empty() && r.info.plural == "namespaces";
+    if deleted && !returns_object {
         let status =
             api::status::success_status(name, &r.info.group, &r.info.plural, api::meta::uid(&obj));
         return Ok(json_value(StatusCode::OK, &status));

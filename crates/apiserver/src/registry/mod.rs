@@ -9,6 +9,7 @@ pub mod cache;
 pub mod convert;
 pub mod custom;
 mod metacheck;
+mod namespaces;
 pub mod services;
 pub mod stored;
 pub mod strategy;
@@ -440,7 +441,13 @@ impl Registry {
         Ok((decoded.object, warnings))
     }
 
-    async fn check_namespace_exists(&self, r: &Resource, ns: Option<&str>) -> Result<(), ApiError> {
+    /// `name` is the object's name as admission saw it (before name generation).
+    async fn check_namespace_exists(
+        &self,
+        r: &Resource,
+        ns: Option<&str>,
+        name: &str,
+    ) -> Result<(), ApiError> {
         let Some(ns) = ns.filter(|_| r.info.namespaced) else {
             return Ok(());
         };
@@ -472,13 +479,7 @@ impl Registry {
             api::meta::deletion_timestamp(&v).is_some() || v["status"]["phase"] == "Terminating"
         });
         if terminating {
-            return Err(ApiError::forbidden(
-                r.gr(),
-                "",
-                &format!(
-                    "unable to create new content in namespace {ns} because it is being terminated"
-                ),
-            ));
+            return Err(namespaces::terminating_error(r.gr(), name, ns));
         }
         Ok(())
     }
@@ -522,6 +523,12 @@ impl Registry {
             .await?
             .ok_or_else(|| ApiError::internal("admission removed the object"))?;
 
+        // The name in errors before name generation (admission's `extractResourceName`).
+        let admission_name = api::meta::name(&obj)
+            .or_else(|| api::meta::generate_name(&obj))
+            .filter(|n| !n.is_empty())
+            .unwrap_or("Unknown")
+            .to_string();
         if api::meta::name(&obj).is_none()
             && let Some(prefix) = api::meta::generate_name(&obj).map(str::to_string)
         {
@@ -548,7 +555,7 @@ impl Registry {
         if !errs.is_empty() {
             return Err(Self::invalid(r, &name, &errs));
         }
-        self.check_namespace_exists(r, api::meta::namespace(&obj))
+        self.check_namespace_exists(r, api::meta::namespace(&obj), &admission_name)
             .await?;
         let namespace = api::meta::namespace(&obj).unwrap_or_default().to_string();
         let (admitted, _) = self
@@ -765,6 +772,9 @@ impl Registry {
             Some("approval") if is_csr(r) => {
                 crate::csr::prepare_for_approval_update(&mut new, &old, &self.now());
             }
+            Some("finalize") if namespaces::is_namespace(r) => {
+                namespaces::prepare_for_finalize(&mut new, &old);
+            }
             _ if main => r.strategy.prepare_for_update(&r.info, &mut new, &old),
             _ => {}
         }
@@ -790,6 +800,10 @@ impl Registry {
         }
         let mut errs = metacheck::object_meta(r, &new);
         errs.extend(metacheck::object_meta_update(r, &new, &old));
+        if subresource == Some("finalize") && namespaces::is_namespace(r) {
+            // `ValidateNamespaceFinalizeUpdate`: the finalizer names.
+            errs.extend(r.strategy.validate(&r.info, &new));
+        }
         if main {
             // Initializers may still shape an uninitialized object as a create would.
             if api::kinds::initializers::is_uninitialized(&old) {
@@ -859,7 +873,8 @@ impl Registry {
         // it: delete it now.
         if api::kinds::initializers::failure(&new).is_some()
             || (api::meta::deletion_timestamp(&new).is_some()
-                && api::meta::finalizers(&new).is_empty())
+                && api::meta::finalizers(&new).is_empty()
+                && namespaces::may_remove_on_update(r, &new))
         {
             return match self.store.delete(&key, Some(current_rev)).await {
                 Ok(d) => {
@@ -1046,6 +1061,39 @@ impl Registry {
                             &["Foreground", "Background", "Orphan"],
                         )],
                     ));
+                }
+            }
+            if namespaces::is_namespace(r) {
+                match namespaces::on_delete(&obj, opts.propagation.as_deref()) {
+                    namespaces::OnDelete::Keep => return Ok((obj, false)),
+                    namespaces::OnDelete::Generic => {}
+                    namespaces::OnDelete::Terminate(finalizers) => {
+                        namespaces::mark_terminating(&mut obj, &self.now(), finalizers);
+                        if wopts.dry_run {
+                            return Ok((obj, false));
+                        }
+                        let bytes =
+                            stored::encode_for_store(convert::to_storage(&r.info, obj.clone()));
+                        match self
+                            .store
+                            .update(&key, Bytes::from(bytes), kv.mod_revision, r.strategy.ttl())
+                            .await
+                        {
+                            Ok(kv) => {
+                                api::meta::set_str(
+                                    &mut obj,
+                                    "resourceVersion",
+                                    kv.mod_revision.to_string(),
+                                );
+                                return Ok((obj, false));
+                            }
+                            Err(StoreError::Conflict { .. }) => continue,
+                            Err(StoreError::NotFound { .. }) => {
+                                return Err(ApiError::not_found(r.gr(), name));
+                            }
+                            Err(e) => return Err(store_error(r, name, e)),
+                        }
+                    }
                 }
             }
             let grace = self.grace_period(r, &obj, opts.grace_period_seconds);

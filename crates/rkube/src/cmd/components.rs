@@ -267,14 +267,17 @@ pub async fn run_controllers(kubeconfig: &Path, options: &ControllerOptions) -> 
     let d_writer = controller_client(&reader, kubeconfig, "deployment-controller").await?;
     let gc_writer = controller_client(&reader, kubeconfig, "generic-garbage-collector").await?;
     let node_writer = controller_client(&reader, kubeconfig, "node-controller").await?;
+    let ns_writer = controller_client(&reader, kubeconfig, "namespace-controller").await?;
     tracing::info!(
-        "controller manager: replicaset, deployment, garbage collector, node IPAM and node lifecycle controllers started"
+        "controller manager: replicaset, deployment, garbage collector, namespace, node IPAM and node lifecycle controllers started"
     );
     // One list+watch per resource type, shared by the controllers.
     let replicasets = Informer::start(kube::Api::all(reader.clone()));
     let pods = Informer::start(kube::Api::all(reader.clone()));
     let deployments = Informer::start(kube::Api::all(reader.clone()));
     let nodes = Informer::start(kube::Api::all(reader.clone()));
+    let namespaces =
+        Informer::<k8s_openapi::api::core::v1::Namespace>::start(kube::Api::all(reader.clone()));
     let leases = Informer::start(kube::Api::namespaced(reader, "kube-node-lease"));
     let lifecycle = controllers::nodelifecycle::run_node_lifecycle(
         Arc::clone(&nodes),
@@ -316,6 +319,7 @@ pub async fn run_controllers(kubeconfig: &Path, options: &ControllerOptions) -> 
             5
         ),
         controllers::run::run_gc(deployments, replicasets, pods, gc_writer),
+        controllers::namespace::run_namespaces(namespaces, ns_writer, 10),
         ipam,
         lifecycle,
     );
