@@ -536,7 +536,7 @@ fn pod_qos(spec: &Value) -> &'static str {
     if guaranteed {
         for (name, req) in &requests {
             match limits.iter().find(|(n, _)| n == name) {
-                Some((_, lim)) if lim == req => {}
+                Some((_, lim)) if lim.cmp(req).is_eq() => {}
                 _ => {
                     guaranteed = false;
                     break;
@@ -900,6 +900,11 @@ mod tests {
         assert_eq!(pod_qos(&guaranteed), "Guaranteed");
         let burst = json!({"containers": [{"resources": {"requests": {"cpu": "100m"}}}]});
         assert_eq!(pod_qos(&burst), "Burstable");
+        // Equal values in different formats are equal (upstream compares values).
+        let formats = json!({"containers": [{"resources": {
+            "limits": {"cpu": "1000m", "memory": "1Gi"},
+            "requests": {"cpu": "1", "memory": "1073741824"}}}]});
+        assert_eq!(pod_qos(&formats), "Guaranteed");
     }
 
     #[test]
