@@ -918,16 +918,7 @@ mod tests {
         json!({"name": name, "namespaced": namespaced, "kind": "X", "verbs": verbs})
     }
 
-    const ALL: &[&str] = &[
-        "create",
-        "delete",
-        "deletecollection",
-        "get",
-        "list",
-        "patch",
-        "update",
-        "watch",
-    ];
+    const ALL: &[&str] = api::catalog::STANDARD_VERBS;
 
     #[test]
     fn resources_to_delete() {

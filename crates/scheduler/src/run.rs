@@ -38,21 +38,10 @@ pub enum Error {
     NoProfiles,
 }
 
-/// Figures for benchmarks and logs.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Stats {
-    pub scheduled: u64,
-    pub bound: u64,
-    pub failed: u64,
-    /// Total time spent in scheduling cycles.
-    pub cycle_time: Duration,
-}
-
 struct State {
     cache: Cache,
     queue: SchedulingQueue,
     algorithm: Algorithm,
-    stats: Stats,
 }
 
 /// A running scheduler.
@@ -72,11 +61,6 @@ impl Scheduler {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         }
-    }
-
-    /// Counters so far.
-    pub fn stats(&self) -> Stats {
-        self.lock().stats
     }
 }
 
@@ -111,7 +95,6 @@ pub fn start(
             cache: Cache::new(),
             queue: SchedulingQueue::new(),
             algorithm: Algorithm::default(),
-            stats: Stats::default(),
         }),
         wake: Notify::new(),
         profiles,
@@ -389,7 +372,6 @@ fn cycle(s: &Scheduler, st: &mut State, pod: Arc<PodInfo>, now: Instant) -> Opti
             let mut assumed = (*pod).clone();
             assumed.node_name.clone_from(&placement.node);
             cache.assume(Arc::new(assumed), &placement.node);
-            st.stats.scheduled += 1;
             tracing::debug!(node = %placement.node, evaluated = placement.evaluated, "placed");
             Some(Outcome::Bind {
                 pod,
@@ -409,7 +391,6 @@ fn cycle(s: &Scheduler, st: &mut State, pod: Arc<PodInfo>, now: Instant) -> Opti
                 }
             }
             queue.unschedulable(&pod.uid, now);
-            st.stats.failed += 1;
             Some(Outcome::Failed {
                 pod,
                 message: diagnosis.message(),
@@ -425,7 +406,6 @@ fn cycle(s: &Scheduler, st: &mut State, pod: Arc<PodInfo>, now: Instant) -> Opti
     };
     s.metrics.attempt(&profile.scheduler_name, result, took);
     s.metrics.set_pending(st.queue.lengths());
-    st.stats.cycle_time += took;
     outcome
 }
 
@@ -478,11 +458,7 @@ async fn bind(s: &Scheduler, pod: &PodInfo, node: &str) {
     .await;
     match result {
         Ok(_) => {
-            {
-                let mut st = s.lock();
-                st.queue.done(&pod.uid);
-                st.stats.bound += 1;
-            }
+            s.lock().queue.done(&pod.uid);
             s.recorder.event(
                 &object_ref(pod),
                 EventType::Normal,
