@@ -10,7 +10,8 @@
 //!   upstream's messages and serializations byte for byte;
 //! - [`validation`]: names, labels, annotations and object metadata rules;
 //! - [`schema`]: OpenAPI schemas of the built-in types;
-//! - [`openapi`]: the `/openapi/v2` and `/openapi/v3` documents.
+//! - [`openapi`]: the `/openapi/v2` and `/openapi/v3` documents;
+//! - [`quota`]: resource quota evaluation (usage per object, scopes, recounts).
 //!
 //! Object types themselves are `k8s-openapi`'s, re-exported as [`k8s`].
 
@@ -19,6 +20,7 @@ pub mod gofmt;
 pub mod kinds;
 pub mod meta;
 pub mod openapi;
+pub mod quota;
 pub mod schema;
 pub mod selector;
 pub mod status;

@@ -18,11 +18,9 @@ pub mod handlers;
 pub mod http;
 mod initializers;
 pub mod metrics;
-pub mod nsdefaults;
 pub mod oidc;
 pub mod openapi;
 pub mod pki;
-pub mod quotas;
 pub mod registry;
 pub mod requestinfo;
 mod selectors;
@@ -376,15 +374,6 @@ pub async fn start(
     csr::ensure_component_kubeconfigs(&pki, &config.data_dir, &url)?;
     csr::ensure_join_token(&registry, &config.data_dir, &system_write_options()).await?;
     tokio::spawn(csr::run(Arc::clone(&registry), csr_authz, pki.clone()));
-    let ca_pem = std::fs::read_to_string(&pki.server_ca_cert)
-        .map_err(|e| Error::Pki(format!("{}: {e}", pki.server_ca_cert.display())))?;
-    nsdefaults::ensure(&registry, &ca_pem, &system_write_options()).await;
-    tokio::spawn(nsdefaults::run(
-        Arc::clone(&registry),
-        ca_pem,
-        system_write_options(),
-    ));
-    tokio::spawn(quotas::run(Arc::clone(&registry), system_write_options()));
     srv.ready.store(true, Ordering::SeqCst);
     let compactor = (!config.compaction_interval.is_zero())
         .then(|| store::spawn_compactor(Arc::clone(&store), config.compaction_interval));

@@ -458,6 +458,188 @@ pub fn new_replica_set(deployment: &Value, owned: &[&Value], replicas: i64) -> V
     })
 }
 
+const DESIRED: &str = "deployment.kubernetes.io/desired-replicas";
+const MAX_REPLICAS: &str = "deployment.kubernetes.io/max-replicas";
+
+/// `MaxSurge`: the resolved surge of a rolling Deployment, 0 otherwise.
+fn max_surge(deployment: &Value) -> i64 {
+    if rolling(deployment) {
+        fenceposts(deployment).0
+    } else {
+        0
+    }
+}
+
+/// The `desired-replicas` and `max-replicas` annotations a ReplicaSet scaled by this
+/// Deployment carries (`SetReplicasAnnotations`).
+pub fn replicas_annotations(deployment: &Value) -> (i64, i64) {
+    let want = desired(deployment);
+    (want, want + max_surge(deployment))
+}
+
+fn annotation_i64(rs: &Value, key: &str) -> Option<i64> {
+    rs["metadata"]["annotations"][key]
+        .as_str()
+        .and_then(|v| v.parse().ok())
+}
+
+fn spec_replicas(rs: &Value) -> i64 {
+    rs["spec"]["replicas"].as_i64().unwrap_or(1)
+}
+
+fn created(rs: &Value) -> i64 {
+    crate::pods::time_ms(&rs["metadata"]["creationTimestamp"]).unwrap_or(0)
+}
+
+fn name_of(rs: &Value) -> String {
+    rs["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// `isScalingEvent`: an active ReplicaSet was scaled for another `spec.replicas` than the
+/// Deployment's (its `desired-replicas` annotation differs).
+pub fn is_scaling_event(deployment: &Value, owned: &[&Value]) -> bool {
+    let want = desired(deployment);
+    owned
+        .iter()
+        .filter(|rs| spec_replicas(rs) > 0)
+        .any(|rs| annotation_i64(rs, DESIRED).is_some_and(|d| d != want))
+}
+
+/// `FindActiveOrLatest`: the only active ReplicaSet, or, with none active, the new one or
+/// else the newest old one; `None` when several are active.
+fn active_or_latest<'a>(new: Option<&'a Value>, old: &[&'a Value]) -> Option<&'a Value> {
+    let mut all: Vec<&Value> = old.to_vec();
+    all.sort_by_key(|rs| std::cmp::Reverse(created(rs)));
+    let newest_old = all.first().copied();
+    all.extend(new);
+    let active: Vec<&Value> = all.into_iter().filter(|rs| spec_replicas(rs) > 0).collect();
+    match active.len() {
+        0 => new.or(newest_old),
+        1 => active.first().copied(),
+        _ => None,
+    }
+}
+
+/// `IsSaturated`: the new ReplicaSet runs all the Deployment's replicas, available.
+fn saturated(deployment: &Value, rs: &Value) -> bool {
+    let want = desired(deployment);
+    spec_replicas(rs) == want
+        && annotation_i64(rs, DESIRED) == Some(want)
+        && rs["status"]["availableReplicas"].as_i64().unwrap_or(0) == want
+}
+
+/// `getReplicaSetFraction`: this ReplicaSet's share of a resize, from the size the
+/// Deployment had when it was last scaled (its `max-replicas` annotation).
+fn fraction(deployment: &Value, rs: &Value) -> i64 {
+    let want = desired(deployment);
+    if want == 0 {
+        return -spec_replicas(rs);
+    }
+    let max = want + max_surge(deployment);
+    let before = annotation_i64(rs, MAX_REPLICAS)
+        .unwrap_or_else(|| deployment["status"]["replicas"].as_i64().unwrap_or(0));
+    if before == 0 {
+        return 0;
+    }
+    // Rounded half away from zero, as Go's math.Round.
+    #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
+    let size = ((spec_replicas(rs) * max) as f64 / before as f64).round() as i64;
+    size - spec_replicas(rs)
+}
+
+/// `GetReplicaSetProportion`.
+fn proportion(deployment: &Value, rs: &Value, to_add: i64, added: i64) -> i64 {
+    if spec_replicas(rs) == 0 || to_add == 0 || to_add == added {
+        return 0;
+    }
+    let f = fraction(deployment, rs);
+    let allowed = to_add - added;
+    if to_add > 0 {
+        f.min(allowed)
+    } else {
+        f.max(allowed)
+    }
+}
+
+/// upstream's `scale`: the sizes after a scaling event (or for a paused Deployment). One
+/// active ReplicaSet takes the whole size; a saturated new one leaves the old ones at
+/// zero; otherwise a rolling Deployment's active ReplicaSets share the change in
+/// proportion to their sizes, the leftover going to the largest. Returns every
+/// ReplicaSet whose size or replica annotations must change.
+pub fn scale(deployment: &Value, new: Option<&Value>, old: &[&Value]) -> Vec<(String, i64)> {
+    let want = desired(deployment);
+    let (ann_desired, ann_max) = replicas_annotations(deployment);
+    let stale = |rs: &Value| {
+        annotation_i64(rs, DESIRED) != Some(ann_desired)
+            || annotation_i64(rs, MAX_REPLICAS) != Some(ann_max)
+    };
+    if let Some(rs) = active_or_latest(new, old) {
+        return if spec_replicas(rs) != want || stale(rs) {
+            vec![(name_of(rs), want)]
+        } else {
+            Vec::new()
+        };
+    }
+    if let Some(n) = new
+        && saturated(deployment, n)
+    {
+        return old
+            .iter()
+            .filter(|rs| spec_replicas(rs) > 0)
+            .map(|rs| (name_of(rs), 0))
+            .collect();
+    }
+    if !rolling(deployment) {
+        return Vec::new();
+    }
+    let mut active: Vec<&Value> = old
+        .iter()
+        .copied()
+        .chain(new)
+        .filter(|rs| spec_replicas(rs) > 0)
+        .collect();
+    let total: i64 = active.iter().map(|rs| spec_replicas(rs)).sum();
+    let allowed = if want > 0 {
+        want + max_surge(deployment)
+    } else {
+        0
+    };
+    let to_add = allowed - total;
+    if to_add > 0 {
+        // Larger first; among equals, newer first.
+        active.sort_by_key(|rs| {
+            (
+                std::cmp::Reverse(spec_replicas(rs)),
+                std::cmp::Reverse(created(rs)),
+            )
+        });
+    } else if to_add < 0 {
+        // Larger first; among equals, older first.
+        active.sort_by_key(|rs| (std::cmp::Reverse(spec_replicas(rs)), created(rs)));
+    }
+    let mut added = 0;
+    let mut sizes: Vec<(String, i64, i64)> = Vec::new();
+    for rs in &active {
+        let p = proportion(deployment, rs, to_add, added);
+        added += p;
+        sizes.push((name_of(rs), spec_replicas(rs), spec_replicas(rs) + p));
+    }
+    if let Some(first) = sizes.first_mut()
+        && to_add != 0
+    {
+        first.2 = (first.2 + to_add - added).max(0);
+    }
+    sizes
+        .into_iter()
+        .zip(active)
+        .filter(|((_, from, to), rs)| from != to || stale(rs))
+        .map(|((name, _, to), _)| (name, to))
+        .collect()
+}
+
 /// One sync of a Deployment over the ReplicaSets it owns: the new ReplicaSet created or
 /// scaled within the surge, old ones scaled down within the unavailability budget
 /// (Recreate: old ones to zero first), and old ReplicaSets beyond `revisionHistoryLimit`
@@ -476,6 +658,21 @@ pub fn plan(deployment: &Value, owned: &[&Value]) -> Vec<Action> {
         .collect();
     let old_states: Vec<Rs> = old.iter().map(|rs| rs_state(rs)).collect();
     let paused = deployment["spec"]["paused"] == true;
+    if paused || is_scaling_event(deployment, owned) {
+        // upstream's `sync`: resize only (proportionally during a rollout), no rollout
+        // step and no new ReplicaSet.
+        if let Some(new_rs) = new {
+            let max_old = old.iter().map(|rs| revision_of(rs)).max().unwrap_or(0);
+            if revision_of(new_rs) <= max_old {
+                actions.push(Action::SetRevision(name_of(new_rs), max_old + 1));
+            }
+        }
+        for (name, replicas) in scale(deployment, new, &old) {
+            actions.push(Action::Scale(name, replicas));
+        }
+        history_cleanup(deployment, &old, &mut actions);
+        return actions;
+    }
     match new {
         None if paused => {}
         None => {
@@ -543,7 +740,13 @@ pub fn plan(deployment: &Value, owned: &[&Value]) -> Vec<Action> {
             }
         }
     }
-    // History: old ReplicaSets with nothing left, beyond the limit, oldest first.
+    history_cleanup(deployment, &old, &mut actions);
+    actions
+}
+
+/// `cleanupDeployment`: old ReplicaSets with nothing left, beyond `revisionHistoryLimit`,
+/// oldest revision first.
+fn history_cleanup(deployment: &Value, old: &[&Value], actions: &mut Vec<Action>) {
     let limit = deployment["spec"]["revisionHistoryLimit"]
         .as_i64()
         .unwrap_or(10)
@@ -563,14 +766,8 @@ pub fn plan(deployment: &Value, owned: &[&Value]) -> Vec<Action> {
         .iter()
         .take(usize::try_from(excess.max(0)).unwrap_or(0))
     {
-        actions.push(Action::Delete(
-            rs["metadata"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string(),
-        ));
+        actions.push(Action::Delete(name_of(rs)));
     }
-    actions
 }
 
 /// Upstream's `DeploymentTimedOut`: no progress recorded for `secs` since the Progressing
@@ -766,6 +963,91 @@ mod plan_tests {
         rs["spec"]["replicas"] = json!(replicas);
         rs["status"] = json!({"replicas": replicas, "availableReplicas": available, "readyReplicas": available});
         rs
+    }
+
+    fn scaled_for(rs: &Value, desired: i64, max: i64) -> Value {
+        let mut rs = rs.clone();
+        rs["metadata"]["annotations"]["deployment.kubernetes.io/desired-replicas"] =
+            json!(desired.to_string());
+        rs["metadata"]["annotations"]["deployment.kubernetes.io/max-replicas"] =
+            json!(max.to_string());
+        rs
+    }
+
+    #[test]
+    fn a_resize_during_a_rollout_is_shared_in_proportion() {
+        // 10 replicas (surge 25% → 3, so 13 at most) mid-rollout: old 7, new 6.
+        let mut d = deployment(10, "web:1");
+        d["spec"]["strategy"]["rollingUpdate"] =
+            json!({"maxSurge": "25%", "maxUnavailable": "25%"});
+        let old_rs = new_replica_set(&deployment(10, "web:0"), &[], 7);
+        let new_rs = new_replica_set(&d, &[&old_rs], 6);
+        let old_rs = scaled_for(&stored(&old_rs, 7, 7, "2026-01-01T00:00:00Z"), 10, 13);
+        let new_rs = scaled_for(&stored(&new_rs, 6, 3, "2026-01-02T00:00:00Z"), 10, 13);
+        let (old_name, new_name) = (name_of(&old_rs), name_of(&new_rs));
+        assert!(!is_scaling_event(&d, &[&old_rs, &new_rs]));
+
+        // Up to 15 (surge 4, 19 at most): +6 shared 3 and 3.
+        let mut up = d.clone();
+        up["spec"]["replicas"] = json!(15);
+        assert!(is_scaling_event(&up, &[&old_rs, &new_rs]));
+        let mut actions = plan(&up, &[&old_rs, &new_rs]);
+        actions.sort_by_key(|a| format!("{a:?}"));
+        let mut want = vec![
+            Action::Scale(old_name.clone(), 10),
+            Action::Scale(new_name.clone(), 9),
+        ];
+        want.sort_by_key(|a| format!("{a:?}"));
+        assert_eq!(actions, want);
+        // Down to 5 (surge 2, 7 at most): -6 shared -3 and -3.
+        let mut down = d.clone();
+        down["spec"]["replicas"] = json!(5);
+        let mut actions = plan(&down, &[&old_rs, &new_rs]);
+        actions.sort_by_key(|a| format!("{a:?}"));
+        let mut want = vec![
+            Action::Scale(old_name.clone(), 4),
+            Action::Scale(new_name.clone(), 3),
+        ];
+        want.sort_by_key(|a| format!("{a:?}"));
+        assert_eq!(actions, want);
+        // To zero: everything goes.
+        let mut zero = d.clone();
+        zero["spec"]["replicas"] = json!(0);
+        let mut actions = plan(&zero, &[&old_rs, &new_rs]);
+        actions.sort_by_key(|a| format!("{a:?}"));
+        let mut want = vec![Action::Scale(old_name, 0), Action::Scale(new_name, 0)];
+        want.sort_by_key(|a| format!("{a:?}"));
+        assert_eq!(actions, want);
+    }
+
+    #[test]
+    fn a_resize_with_one_active_replica_set_or_a_saturated_new_one() {
+        let d = deployment(3, "web:1");
+        let rs = scaled_for(
+            &stored(&new_replica_set(&d, &[], 3), 3, 3, "2026-01-01T00:00:00Z"),
+            3,
+            4,
+        );
+        let mut more = d.clone();
+        more["spec"]["replicas"] = json!(5);
+        assert_eq!(plan(&more, &[&rs]), vec![Action::Scale(name_of(&rs), 5)]);
+        // A paused Deployment follows its size the same way, without rolling out.
+        let mut paused = more.clone();
+        paused["spec"]["paused"] = json!(true);
+        paused["spec"]["template"]["spec"]["containers"][0]["image"] = json!("web:2");
+        assert_eq!(plan(&paused, &[&rs]), vec![Action::Scale(name_of(&rs), 5)]);
+        // The new ReplicaSet saturated: stale old ones go to zero.
+        let old = scaled_for(
+            &stored(
+                &new_replica_set(&deployment(3, "web:0"), &[], 1),
+                1,
+                1,
+                "2025-12-01T00:00:00Z",
+            ),
+            2,
+            3,
+        );
+        assert_eq!(scale(&d, Some(&rs), &[&old]), vec![(name_of(&old), 0)]);
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -64,6 +65,42 @@ fn trim<K: kube::Resource>(o: &mut K) {
     o.meta_mut().managed_fields = None;
 }
 
+/// The cached copy of a pod (pods are most of a cluster's objects, and a typed pod costs
+/// about 19 KB for 2.7 KB of JSON): besides `managedFields`, the volumes no controller reads
+/// (all but claims, which the StatefulSet controller checks) and the spare capacity left by
+/// decoding. Measured by `rkube bench informer`.
+pub fn trim_pod(p: &mut Pod) {
+    trim(p);
+    if let Some(spec) = p.spec.as_mut() {
+        if let Some(v) = spec.volumes.as_mut() {
+            v.retain(|v| v.persistent_volume_claim.is_some());
+            v.shrink_to_fit();
+        }
+        spec.containers.shrink_to_fit();
+        for c in spec
+            .containers
+            .iter_mut()
+            .chain(spec.init_containers.iter_mut().flatten())
+        {
+            c.volume_mounts = None;
+            if let Some(env) = c.env.as_mut() {
+                env.shrink_to_fit();
+            }
+        }
+        if let Some(t) = spec.tolerations.as_mut() {
+            t.shrink_to_fit();
+        }
+    }
+    if let Some(status) = p.status.as_mut() {
+        if let Some(c) = status.conditions.as_mut() {
+            c.shrink_to_fit();
+        }
+        if let Some(c) = status.container_statuses.as_mut() {
+            c.shrink_to_fit();
+        }
+    }
+}
+
 impl<K> Informer<K>
 where
     K: kube::Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
@@ -71,13 +108,18 @@ where
 {
     /// Starts listing and watching every object `api` reaches.
     pub fn start(api: Api<K>) -> Arc<Self> {
+        Self::start_trimmed(api, trim::<K>)
+    }
+
+    /// As [`Informer::start`], with `trim` applied to every object before it is cached.
+    pub fn start_trimmed(api: Api<K>, trim: fn(&mut K)) -> Arc<Self> {
         let (store, writer) = reflector::store::<K>();
         let (events, _) = broadcast::channel(BUFFER);
         let informer = Arc::new(Informer { store, events });
         let tx = informer.events.clone();
         let stream = reflector::reflector(
             writer,
-            watcher(api, watcher::Config::default()).modify(trim::<K>),
+            watcher(api, watcher::Config::default()).modify(trim),
         );
         tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);

@@ -4,12 +4,26 @@
 //! feed them from informers and carry the actions out through the API server come with the
 //! rest of issue 5.
 
+pub mod cronjob;
+pub mod daemonset;
 pub mod deployment;
+pub mod disruption;
+pub mod endpoints;
+pub mod endpointslice;
 pub mod gc;
+pub mod gcloop;
+pub mod history;
 pub mod informers;
+pub mod job;
 pub mod namespace;
 pub mod nodeipam;
 pub mod nodelifecycle;
 pub mod pods;
 pub mod replicaset;
+pub mod resourcequota;
+pub mod rootca;
 pub mod run;
+pub mod serviceaccounts;
+pub mod services;
+pub mod statefulset;
+pub mod ttlafterfinished;

@@ -88,7 +88,7 @@ pub async fn controller_client(
 }
 
 /// An event recorder writing as `component` through `writer`.
-fn recorder(writer: &Client, component: &str) -> Recorder {
+pub(crate) fn recorder(writer: &Client, component: &str) -> Recorder {
     Recorder::spawn(
         KubeSink::new(writer.clone()),
         RecorderConfig::new(component, ""),
@@ -96,7 +96,7 @@ fn recorder(writer: &Client, component: &str) -> Recorder {
 }
 
 /// A reference to an object (as JSON) for events.
-fn reference(obj: &Value, kind: &str, api_version: &str) -> ObjectReference {
+pub(crate) fn reference(obj: &Value, kind: &str, api_version: &str) -> ObjectReference {
     let s = |v: &Value| v.as_str().map(str::to_string);
     ObjectReference {
         api_version: Some(api_version.into()),
@@ -109,11 +109,13 @@ fn reference(obj: &Value, kind: &str, api_version: &str) -> ObjectReference {
     }
 }
 
-fn key_of(ns: &str, name: &str) -> String {
+pub(crate) fn key_of(ns: &str, name: &str) -> String {
     format!("{ns}/{name}")
 }
 
-fn object_key(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
+pub(crate) fn object_key(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> String {
     key_of(
         meta.namespace.as_deref().unwrap_or_default(),
         meta.name.as_deref().unwrap_or_default(),
@@ -146,7 +148,11 @@ impl Shared {
 
 /// The keys of the owners an event on `obj` concerns: its controller when it is a `kind`,
 /// or (an orphan) every candidate of its namespace whose selector matches it.
-fn owner_keys<K: serde::Serialize>(obj: &Value, kind: &str, candidates: &[Arc<K>]) -> Vec<String> {
+pub(crate) fn owner_keys<K: serde::Serialize>(
+    obj: &Value,
+    kind: &str,
+    candidates: &[Arc<K>],
+) -> Vec<String> {
     let ns = obj["metadata"]["namespace"].as_str().unwrap_or_default();
     if let Some(owner) = crate::pods::controller_of(obj) {
         return if owner["kind"] == kind {
@@ -270,7 +276,7 @@ pub async fn run_replicasets(
 
 /// Carries out a claim: adopted objects get `owner` as their controller, released ones
 /// lose it (merge patches with the object's uid, so a re-created object is left alone).
-async fn adopt_and_release<K>(
+pub(crate) async fn adopt_and_release<K>(
     api: &Api<K>,
     owner: &Value,
     kind: &str,
@@ -311,7 +317,7 @@ async fn adopt_and_release<K>(
 /// Starts `workers` workers taking keys off `queue` and running `sync` on each, in a
 /// span per reconcile: a success forgets the key's back-off, a failure retries it
 /// rate-limited.
-fn spawn_workers<S, F, Fut>(
+pub(crate) fn spawn_workers<S, F, Fut>(
     shared: &Arc<S>,
     queue: &WorkQueue<String>,
     workers: usize,
@@ -343,7 +349,7 @@ fn spawn_workers<S, F, Fut>(
     }
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
@@ -650,10 +656,20 @@ async fn sync_deployment(s: &DeploymentShared, key: &str) -> Result<(), kube::Er
                     .find(|r| r["metadata"]["name"] == rs.as_str())
                     .and_then(|r| r["spec"]["replicas"].as_i64())
                     .unwrap_or(0);
-                let patch = json!({"spec": {"replicas": replicas}});
+                // The size and the Deployment size it was scaled for
+                // (`scaleReplicaSet`), read back by proportional scaling.
+                let (desired, max) = deployment::replicas_annotations(&d);
+                let patch = json!({
+                    "metadata": {"annotations": {
+                        "deployment.kubernetes.io/desired-replicas": desired.to_string(),
+                        "deployment.kubernetes.io/max-replicas": max.to_string()}},
+                    "spec": {"replicas": replicas}});
                 rs_api
                     .patch(&rs, &PatchParams::default(), &Patch::Merge(&patch))
                     .await?;
+                if replicas == from {
+                    continue;
+                }
                 let direction = if replicas > from { "up" } else { "down" };
                 s.events.event(
                     &d_ref,
@@ -708,343 +724,6 @@ async fn sync_deployment(s: &DeploymentShared, key: &str) -> Result<(), kube::Er
             Ok(_) => {}
             Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => {}
             Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-/// The garbage collector's caches: the informers of the kinds it collects.
-struct GcShared {
-    deployments: Store<Deployment>,
-    replicasets: Store<ReplicaSet>,
-    pods: Store<Pod>,
-    queue: WorkQueue<String>,
-    writer: Client,
-}
-
-fn values<K: serde::Serialize>(items: &[Arc<K>]) -> Vec<Value> {
-    items
-        .iter()
-        .filter_map(|o| serde_json::to_value(o.as_ref()).ok())
-        .collect()
-}
-
-impl GcShared {
-    /// Every cached object with its kind.
-    fn all(&self) -> Vec<(&'static str, Value)> {
-        let mut out: Vec<(&'static str, Value)> = Vec::new();
-        out.extend(
-            values(&self.deployments.state())
-                .into_iter()
-                .map(|v| ("Deployment", v)),
-        );
-        out.extend(
-            values(&self.replicasets.state())
-                .into_iter()
-                .map(|v| ("ReplicaSet", v)),
-        );
-        out.extend(values(&self.pods.state()).into_iter().map(|v| ("Pod", v)));
-        out
-    }
-
-    /// The cached object `kind` `ns`/`name`.
-    fn get(&self, kind: &str, ns: &str, name: &str) -> Option<Value> {
-        fn of<K: kube::Resource<DynamicType = ()> + Clone + serde::Serialize>(
-            store: &Store<K>,
-            ns: &str,
-            name: &str,
-        ) -> Option<Value> {
-            store
-                .get(&ObjectRef::new(name).within(ns))
-                .and_then(|o| serde_json::to_value(o.as_ref()).ok())
-        }
-        match kind {
-            "Deployment" => of(&self.deployments, ns, name),
-            "ReplicaSet" => of(&self.replicasets, ns, name),
-            "Pod" => of(&self.pods, ns, name),
-            _ => None,
-        }
-    }
-
-    /// Whether an object of `kind` with `uid` is cached (only that kind's cache is read).
-    fn alive(&self, kind: &str, uid: &str) -> bool {
-        let has = |u: Option<&String>| u.is_some_and(|u| u == uid);
-        match kind {
-            "Deployment" => self
-                .deployments
-                .state()
-                .iter()
-                .any(|o| has(o.metadata.uid.as_ref())),
-            "ReplicaSet" => self
-                .replicasets
-                .state()
-                .iter()
-                .any(|o| has(o.metadata.uid.as_ref())),
-            "Pod" => self
-                .pods
-                .state()
-                .iter()
-                .any(|o| has(o.metadata.uid.as_ref())),
-            _ => true,
-        }
-    }
-
-    /// The cached objects with `owner` among their owner references.
-    fn dependents_of(&self, owner: &Value) -> Vec<(&'static str, Value)> {
-        let uid = &owner["metadata"]["uid"];
-        self.all()
-            .into_iter()
-            .filter(|(_, d)| {
-                d["metadata"]["namespace"] == owner["metadata"]["namespace"]
-                    && d["metadata"]["ownerReferences"]
-                        .as_array()
-                        .is_some_and(|r| r.iter().any(|o| o["uid"] == *uid))
-            })
-            .collect()
-    }
-
-    fn api(&self, kind: &str, ns: &str) -> Api<kube::core::DynamicObject> {
-        let ar = match kind {
-            "Deployment" => kube::core::ApiResource::erase::<Deployment>(&()),
-            "ReplicaSet" => kube::core::ApiResource::erase::<ReplicaSet>(&()),
-            _ => kube::core::ApiResource::erase::<Pod>(&()),
-        };
-        Api::namespaced_with(self.writer.clone(), ns, &ar)
-    }
-}
-
-fn gc_key(kind: &str, meta: &Value) -> String {
-    format!(
-        "{kind}/{}/{}",
-        meta["namespace"].as_str().unwrap_or_default(),
-        meta["name"].as_str().unwrap_or_default()
-    )
-}
-
-/// Runs the garbage collector over the shared informers until the process ends.
-pub async fn run_gc(
-    deployments: Arc<Informer<Deployment>>,
-    replicasets: Arc<Informer<ReplicaSet>>,
-    pods: Arc<Informer<Pod>>,
-    writer: Client,
-) {
-    let shared = Arc::new(GcShared {
-        deployments: deployments.store.clone(),
-        replicasets: replicasets.store.clone(),
-        pods: pods.store.clone(),
-        queue: WorkQueue::new(),
-        writer,
-    });
-    follow_gc(&shared, "Deployment", deployments.subscribe());
-    follow_gc(&shared, "ReplicaSet", replicasets.subscribe());
-    follow_gc(&shared, "Pod", pods.subscribe());
-    deployments.synced().await;
-    replicasets.synced().await;
-    pods.synced().await;
-    for (kind, v) in shared.all() {
-        gc_enqueue(&shared, kind, &v, false);
-    }
-    spawn_workers(
-        &shared,
-        &shared.queue,
-        2,
-        "garbagecollector",
-        |s, key| async move { sync_gc(&s, &key).await },
-    );
-}
-
-/// An event on an object concerns it (as a dependent), its owners (waiting for their
-/// dependents) and, when it is gone or going, its dependents (maybe orphaned now).
-fn gc_enqueue(s: &GcShared, kind: &str, obj: &Value, gone: bool) {
-    s.queue.add(gc_key(kind, &obj["metadata"]));
-    for o in obj["metadata"]["ownerReferences"]
-        .as_array()
-        .into_iter()
-        .flatten()
-    {
-        s.queue.add(format!(
-            "{}/{}/{}",
-            o["kind"].as_str().unwrap_or_default(),
-            obj["metadata"]["namespace"].as_str().unwrap_or_default(),
-            o["name"].as_str().unwrap_or_default()
-        ));
-    }
-    if gone || !obj["metadata"]["deletionTimestamp"].is_null() {
-        for (dk, d) in s.dependents_of(obj) {
-            s.queue.add(gc_key(dk, &d["metadata"]));
-        }
-    }
-}
-
-/// Feeds the collector from one informer. Only changes to the graph matter (a new
-/// object, other owner references, a deletion starting or finishing, other finalizers),
-/// so plain updates (status, bindings) are skipped; only metadata is converted.
-fn follow_gc<K>(
-    shared: &Arc<GcShared>,
-    kind: &'static str,
-    mut rx: tokio::sync::broadcast::Receiver<informers::Change<K>>,
-) where
-    K: kube::Resource + Send + Sync + 'static,
-{
-    use std::hash::{Hash, Hasher};
-    let s = Arc::clone(shared);
-    tokio::spawn(async move {
-        let mut last: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
-        loop {
-            let (obj, gone) = match informers::next(&mut rx).await {
-                Next::Apply(o) => (o, false),
-                Next::Delete(o) => (o, true),
-                Next::Other => continue,
-                Next::Resync => {
-                    last.clear();
-                    for (k, v) in s.all() {
-                        gc_enqueue(&s, k, &v, false);
-                    }
-                    continue;
-                }
-                Next::Closed => break,
-            };
-            let meta = obj.meta();
-            let uid = meta.uid.clone().unwrap_or_default();
-            if gone {
-                last.remove(&uid);
-            } else {
-                let mut h = std::collections::hash_map::DefaultHasher::new();
-                format!("{:?}", meta.owner_references).hash(&mut h);
-                meta.deletion_timestamp.is_some().hash(&mut h);
-                meta.finalizers.hash(&mut h);
-                let sig = h.finish();
-                if last.insert(uid, sig) == Some(sig) {
-                    continue;
-                }
-            }
-            if let Ok(m) = serde_json::to_value(meta) {
-                gc_enqueue(&s, kind, &json!({ "metadata": m }), gone);
-            }
-        }
-    });
-}
-
-/// Whether any owner `obj` names exists (same uid), asked of the API server; owners of
-/// kinds this collector does not track count as existing.
-async fn owner_exists_live(s: &GcShared, obj: &Value, ns: &str) -> Result<bool, kube::Error> {
-    for owner in obj["metadata"]["ownerReferences"]
-        .as_array()
-        .into_iter()
-        .flatten()
-    {
-        let kind = owner["kind"].as_str().unwrap_or_default();
-        if !matches!(kind, "Deployment" | "ReplicaSet" | "Pod") {
-            return Ok(true);
-        }
-        let name = owner["name"].as_str().unwrap_or_default();
-        if let Some(found) = s.api(kind, ns).get_opt(name).await?
-            && found.metadata.uid.as_deref() == owner["uid"].as_str()
-        {
-            return Ok(true);
-        }
-    }
-    Ok(false)
-}
-
-async fn sync_gc(s: &GcShared, key: &str) -> Result<(), kube::Error> {
-    use crate::gc::{self, Action};
-    let mut parts = key.splitn(3, '/');
-    let (Some(kind), Some(ns), Some(name)) = (parts.next(), parts.next(), parts.next()) else {
-        return Ok(());
-    };
-    let Some(obj) = s.get(kind, ns, name) else {
-        return Ok(());
-    };
-    let obj = &obj;
-    let uid = obj["metadata"]["uid"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let alive = |k: &str, u: &str| s.alive(k, u);
-    // Dependents matter only to an owner being deleted.
-    let dependents: Vec<(&str, Value)> = if obj["metadata"]["deletionTimestamp"].is_null() {
-        Vec::new()
-    } else {
-        s.dependents_of(obj)
-    };
-    let dependents: Vec<(&str, &Value)> = dependents.iter().map(|(k, v)| (*k, v)).collect();
-    let dep_values: Vec<&Value> = dependents.iter().map(|(_, v)| *v).collect();
-    let kind_of = |name: &str| {
-        dependents
-            .iter()
-            .find(|(_, v)| v["metadata"]["name"] == name)
-            .map(|(k, v)| (*k, *v))
-    };
-    for action in gc::plan(obj, &alive, &dep_values) {
-        match action {
-            Action::DeleteOrphan => {
-                // The caches of owners and dependents may lag one another: confirm with
-                // the API server that no owner exists before deleting (as upstream's
-                // garbage collector looks owners up live).
-                if owner_exists_live(s, obj, ns).await? {
-                    return Ok(());
-                }
-                let dp = DeleteParams {
-                    preconditions: Some(kube::api::Preconditions {
-                        uid: Some(uid.clone()),
-                        resource_version: None,
-                    }),
-                    ..DeleteParams::background()
-                };
-                match s.api(kind, ns).delete(name, &dp).await {
-                    Ok(_) => {}
-                    Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            Action::Orphan { dependents } => {
-                for d in dependents {
-                    let Some((dk, dv)) = kind_of(&d) else {
-                        continue;
-                    };
-                    let patch = json!({"metadata": {
-                        "ownerReferences": gc::without_owner(dv, &uid),
-                        "uid": dv["metadata"]["uid"],
-                    }});
-                    s.api(dk, ns)
-                        .patch(&d, &PatchParams::default(), &Patch::Merge(&patch))
-                        .await?;
-                }
-                s.queue.add(key.to_string());
-            }
-            Action::DeleteDependents(names) => {
-                for d in names {
-                    let Some((dk, _)) = kind_of(&d) else { continue };
-                    match s.api(dk, ns).delete(&d, &DeleteParams::foreground()).await {
-                        Ok(_) => {}
-                        Err(kube::Error::Api(e)) if e.code == 404 => {}
-                        Err(e) => return Err(e),
-                    }
-                }
-            }
-            Action::RemoveFinalizer(f) => {
-                let finalizers: Vec<Value> = obj["metadata"]["finalizers"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter(|x| *x != f)
-                    .cloned()
-                    .collect();
-                let patch = json!({"metadata": {"finalizers": finalizers,
-                    "resourceVersion": obj["metadata"]["resourceVersion"]}});
-                match s
-                    .api(kind, ns)
-                    .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await
-                {
-                    Ok(_) => {}
-                    Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {
-                        s.queue.add(key.to_string());
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
         }
     }
     Ok(())

@@ -164,6 +164,35 @@ fn deployment_controller_creates_and_rolls_replica_sets() {
         json_of(&server, &["deployment", "nginx"])["metadata"]["resourceVersion"],
         rv
     );
+
+    // Resized mid-rollout (proportional scaling): 6 replicas allow 8 with the surge; the
+    // 4 more are shared 3:1 as the ReplicaSets' sizes (old 3, new 1).
+    server.kubectl_ok(Some("1.33"), &["scale", "deployment/nginx", "--replicas=6"]);
+    // Both were scaled up together (afterwards the rollout goes on: with no node, no pod
+    // is available, so unhealthy old replicas are cleaned up).
+    let old_name = format!("nginx-{hash}");
+    let new_name = new["metadata"]["name"].as_str().unwrap().to_string();
+    eventually("both ReplicaSets scaled in proportion", || {
+        let events = server.kubectl_ok(
+            Some("1.33"),
+            &[
+                "get",
+                "events",
+                "--field-selector",
+                "reason=ScalingReplicaSet",
+            ],
+        );
+        events.contains(&format!("Scaled up replica set {old_name} from 3 to 6"))
+            && events.contains(&format!("Scaled up replica set {new_name} from 1 to 2"))
+    });
+    let all = rs_list();
+    assert!(
+        all.iter().all(|r| {
+            r["metadata"]["annotations"]["deployment.kubernetes.io/desired-replicas"] == "6"
+                && r["metadata"]["annotations"]["deployment.kubernetes.io/max-replicas"] == "8"
+        }),
+        "{all:?}"
+    );
 }
 
 #[test]

@@ -848,7 +848,13 @@ fn status_subresource_is_split_from_the_main_resource() {
     let server = RkubeServer::start_with(&["--disable-controller-manager"]);
     with_client(&server, |client| async move {
         let ns = "kc-status";
-        create_namespace(&client, ns).await;
+        // (No root CA bundle to wait for: the controller manager publishes it.)
+        let namespace: Namespace =
+            serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &namespace)
+            .await
+            .unwrap();
         let api: Api<Deployment> = Api::namespaced(client.clone(), ns);
 
         // A create ignores status.

@@ -186,7 +186,7 @@ impl RkubeServer {
             }
             if self.kubeconfig.exists() {
                 let out = self.kubectl(&["get", "--raw", "/readyz"]);
-                if out.status.success() {
+                if out.status.success() && self.namespace_defaults_ready() {
                     return;
                 }
             }
@@ -195,6 +195,43 @@ impl RkubeServer {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// Whether the `default` namespace has what the controller manager's ServiceAccount
+    /// controller and root-CA publisher put there (upstream's ServiceAccount admission
+    /// refuses pods until the account exists). Always true without the controller manager,
+    /// or when the authorization modes leave its service accounts no rights (no `RBAC`,
+    /// no `AlwaysAllow`).
+    fn namespace_defaults_ready(&self) -> bool {
+        if self
+            .extra
+            .iter()
+            .any(|a| a == "--disable-controller-manager")
+        {
+            return true;
+        }
+        let modes = self.extra.iter().enumerate().find_map(|(i, a)| {
+            a.strip_prefix("--authorization-mode=")
+                .map(str::to_string)
+                .or_else(|| {
+                    (a == "--authorization-mode")
+                        .then(|| self.extra.get(i + 1).cloned().unwrap_or_default())
+                })
+        });
+        if let Some(modes) = modes
+            && !modes.split(',').any(|m| m == "RBAC" || m == "AlwaysAllow")
+        {
+            return true;
+        }
+        self.kubectl(&[
+            "get",
+            "serviceaccount/default",
+            "configmap/kube-root-ca.crt",
+            "-n",
+            "default",
+        ])
+        .status
+        .success()
     }
 
     /// The last lines of the server's log.

@@ -9,274 +9,23 @@
 //! the new usage is written to the quota's `status.used` with a compare-and-swap on the
 //! quota's resourceVersion (retried on conflict), so concurrent creates can never exceed
 //! `hard`; over the limit the create is refused with upstream's message. Deletes give the
-//! usage back the same way. Until the quota controller exists, a quota's usage of a resource
-//! is first counted from the cache when its status does not have it yet. Dry runs charge
+//! usage back the same way. A quota's usage of a resource the quota controller has not
+//! counted yet is first counted from the cache. The evaluation itself is
+//! [`api::quota`], shared with the controller manager's resource quota controller. Dry runs charge
 //! nothing. Updates of claims and services are charged what they add.
 
 use std::collections::BTreeMap;
 
 use api::ApiError;
 use api::kinds::validate::quantity::Quantity;
+pub use api::quota::usage;
+use api::quota::{counted_resource, quota_tracks, resource_list};
 use serde_json::{Value, json};
 
 use crate::chain::forbidden;
 use crate::{Attributes, Cluster, Operation, Plugin};
 
 pub struct ResourceQuota;
-
-const CORE_COUNTED: &[&str] = &[
-    "pods",
-    "configmaps",
-    "secrets",
-    "services",
-    "persistentvolumeclaims",
-    "replicationcontrollers",
-    "resourcequotas",
-];
-
-fn q(v: &Value) -> Option<Quantity> {
-    match v {
-        Value::String(s) => Quantity::parse(s).ok(),
-        Value::Number(n) => Quantity::parse(&n.to_string()).ok(),
-        _ => None,
-    }
-}
-
-/// Pod compute resources that quota as `requests.X`, `limits.X` and (requests) `X`.
-const STANDARD_COMPUTE: &[&str] = &["cpu", "memory", "ephemeral-storage"];
-
-/// A pod's requests or limits per resource: the containers' sum, raised to any init
-/// container's own value, plus the pod overhead.
-fn pod_resources(pod: &Value, section: &str) -> BTreeMap<String, Quantity> {
-    let mut total: BTreeMap<String, Quantity> = BTreeMap::new();
-    let containers = |key: &str| -> Vec<BTreeMap<String, Quantity>> {
-        pod["spec"][key]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|c| resource_list(&c["resources"][section]))
-            .collect()
-    };
-    for c in containers("containers") {
-        for (k, v) in c {
-            let sum = total.get(&k).map_or(v, |t| t.add(&v));
-            total.insert(k, sum);
-        }
-    }
-    for c in containers("initContainers") {
-        for (k, v) in c {
-            if total.get(&k).is_none_or(|t| v > *t) {
-                total.insert(k, v);
-            }
-        }
-    }
-    for (k, v) in resource_list(&pod["spec"]["overhead"]) {
-        let sum = total.get(&k).map_or(v, |t| t.add(&v));
-        total.insert(k, sum);
-    }
-    total
-}
-
-/// What one object uses, by quota resource name (upstream's evaluators: object counts,
-/// pod compute resources, claim storage, service load balancers and node ports).
-pub fn usage(group: &str, plural: &str, obj: &Value) -> BTreeMap<String, Quantity> {
-    let mut out = BTreeMap::new();
-    let one = Quantity::from_int(1);
-    let count_name = if group.is_empty() {
-        format!("count/{plural}")
-    } else {
-        format!("count/{plural}.{group}")
-    };
-    out.insert(count_name, one);
-    if !group.is_empty() {
-        return out;
-    }
-    match plural {
-        "pods" => {
-            // Terminal pods keep only their object count.
-            let terminal = matches!(
-                obj["status"]["phase"].as_str(),
-                Some("Succeeded" | "Failed")
-            );
-            if terminal {
-                return out;
-            }
-            out.insert("pods".into(), one);
-            let requests = pod_resources(obj, "requests");
-            let limits = pod_resources(obj, "limits");
-            for res in STANDARD_COMPUTE {
-                if let Some(r) = requests.get(*res) {
-                    out.insert(res.to_string(), *r);
-                    out.insert(format!("requests.{res}"), *r);
-                }
-                if let Some(l) = limits.get(*res) {
-                    out.insert(format!("limits.{res}"), *l);
-                }
-            }
-            for (res, r) in &requests {
-                if res.starts_with("hugepages-") {
-                    out.insert(res.clone(), *r);
-                    out.insert(format!("requests.{res}"), *r);
-                } else if res.contains('/') && !res.starts_with("kubernetes.io/") {
-                    // Extended resources quota as requests.<name> only.
-                    out.insert(format!("requests.{res}"), *r);
-                }
-            }
-        }
-        "persistentvolumeclaims" => {
-            out.insert("persistentvolumeclaims".into(), one);
-            let class = obj["spec"]["storageClassName"]
-                .as_str()
-                .or_else(|| {
-                    obj["metadata"]["annotations"]["volume.beta.kubernetes.io/storage-class"]
-                        .as_str()
-                })
-                .unwrap_or_default();
-            if !class.is_empty() {
-                out.insert(
-                    format!("{class}.storageclass.storage.k8s.io/persistentvolumeclaims"),
-                    one,
-                );
-            }
-            if let Some(storage) = q(&obj["spec"]["resources"]["requests"]["storage"]) {
-                out.insert("requests.storage".into(), storage);
-                if !class.is_empty() {
-                    out.insert(
-                        format!("{class}.storageclass.storage.k8s.io/requests.storage"),
-                        storage,
-                    );
-                }
-            }
-        }
-        "services" => {
-            out.insert("services".into(), one);
-            let ty = obj["spec"]["type"].as_str().unwrap_or("ClusterIP");
-            if ty == "LoadBalancer" {
-                out.insert("services.loadbalancers".into(), one);
-            }
-            if ty == "LoadBalancer" || ty == "NodePort" {
-                let ports = obj["spec"]["ports"].as_array().map_or(0, Vec::len);
-                out.insert(
-                    "services.nodeports".into(),
-                    Quantity::from_int(i64::try_from(ports).unwrap_or(i64::MAX)),
-                );
-            }
-        }
-        p if CORE_COUNTED.contains(&p) => {
-            out.insert(p.to_string(), one);
-        }
-        _ => {}
-    }
-    out
-}
-
-/// The object kind whose objects use a quota resource name.
-fn counted_resource(resource: &str) -> (String, String) {
-    if let Some(r) = resource.strip_prefix("count/") {
-        return match r.split_once('.') {
-            Some((p, g)) => (g.to_string(), p.to_string()),
-            None => (String::new(), r.to_string()),
-        };
-    }
-    let plural = if CORE_COUNTED.contains(&resource) {
-        resource
-    } else if resource == "requests.storage" || resource.contains(".storageclass.storage.k8s.io/") {
-        "persistentvolumeclaims"
-    } else if resource.starts_with("services.") {
-        "services"
-    } else {
-        "pods"
-    };
-    (String::new(), plural.to_string())
-}
-
-/// A pod's QoS is BestEffort: no container or init container requests or limits cpu or
-/// memory.
-fn best_effort(pod: &Value) -> bool {
-    ["containers", "initContainers"].iter().all(|key| {
-        pod["spec"][*key].as_array().into_iter().flatten().all(|c| {
-            ["requests", "limits"].iter().all(|s| {
-                ["cpu", "memory"]
-                    .iter()
-                    .all(|r| c["resources"][*s][*r].is_null())
-            })
-        })
-    })
-}
-
-fn cross_namespace_affinity(pod: &Value) -> bool {
-    let cross = |term: &Value| {
-        term["namespaces"].as_array().is_some_and(|n| !n.is_empty())
-            || !term["namespaceSelector"].is_null()
-    };
-    ["podAffinity", "podAntiAffinity"].iter().any(|kind| {
-        let a = &pod["spec"]["affinity"][*kind];
-        a["requiredDuringSchedulingIgnoredDuringExecution"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(cross)
-            || a["preferredDuringSchedulingIgnoredDuringExecution"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|w| cross(&w["podAffinityTerm"]))
-    })
-}
-
-/// Whether a pod is in one scope selector requirement (upstream's `podMatchesScopeFunc`).
-fn pod_in_scope(pod: &Value, req: &Value) -> bool {
-    let terminating = pod["spec"]["activeDeadlineSeconds"]
-        .as_i64()
-        .is_some_and(|s| s >= 0);
-    match req["scopeName"].as_str().unwrap_or_default() {
-        "Terminating" => terminating,
-        "NotTerminating" => !terminating,
-        "BestEffort" => best_effort(pod),
-        "NotBestEffort" => !best_effort(pod),
-        "CrossNamespacePodAffinity" => cross_namespace_affinity(pod),
-        "PriorityClass" => {
-            let class = pod["spec"]["priorityClassName"]
-                .as_str()
-                .unwrap_or_default();
-            let values: Vec<&str> = req["values"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
-            match req["operator"].as_str().unwrap_or_default() {
-                "Exists" => !class.is_empty(),
-                "In" => values.contains(&class),
-                "NotIn" => !values.contains(&class),
-                // The class is always a key of the matched set, even when empty.
-                _ => false,
-            }
-        }
-        _ => false,
-    }
-}
-
-/// Whether a quota tracks `obj`: every scope of `spec.scopes` and `spec.scopeSelector`
-/// matches (scopes only narrow pods; other objects always match).
-fn quota_tracks(quota: &Value, group: &str, plural: &str, obj: &Value) -> bool {
-    if !(group.is_empty() && plural == "pods") {
-        return true;
-    }
-    let from_scopes = quota["spec"]["scopes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|s| json!({"scopeName": s, "operator": "Exists"}));
-    let from_selector = quota["spec"]["scopeSelector"]["matchExpressions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .cloned();
-    from_scopes
-        .chain(from_selector)
-        .all(|req| pod_in_scope(obj, &req))
-}
 
 /// `a - b` per resource, never below zero, dropping zeros (upstream's
 /// `SubtractWithNonNegativeResult` of an update's usage).
@@ -289,14 +38,6 @@ fn increase(
             let d = old.get(k).map_or(*v, |o| v.sub(o));
             (!d.is_negative() && !d.is_zero()).then(|| (k.clone(), d))
         })
-        .collect()
-}
-
-fn resource_list(v: &Value) -> BTreeMap<String, Quantity> {
-    v.as_object()
-        .into_iter()
-        .flatten()
-        .filter_map(|(k, v)| q(v).map(|q| (k.clone(), q)))
         .collect()
 }
 
@@ -421,41 +162,21 @@ impl ResourceQuota {
     }
 }
 
-/// Upstream's quota controller, one quota at a time: the quota with its `status.hard` and
-/// `status.used` recounted from the objects it tracks, or `None` when the status is
-/// already right. Usage charged by a create that then failed (a name taken, a later
-/// plugin's refusal) is given back this way.
+/// A quota with its `status.hard` and `status.used` recounted from the objects it tracks
+/// (the controller manager's resource quota controller does this from its informers), or
+/// `None` when the status is already right.
 pub async fn recalculate(quota: &Value, cluster: &dyn Cluster) -> Result<Option<Value>, ApiError> {
     let namespace = api::meta::namespace(quota).unwrap_or_default().to_string();
-    let hard = resource_list(&quota["spec"]["hard"]);
-    let mut lists: BTreeMap<(String, String), Vec<Value>> = BTreeMap::new();
-    let mut used = serde_json::Map::new();
-    for resource in hard.keys() {
-        let (group, plural) = counted_resource(resource);
-        let key = (group.clone(), plural.clone());
-        if let std::collections::btree_map::Entry::Vacant(e) = lists.entry(key.clone()) {
-            e.insert(
-                cluster
-                    .list(&group, &plural, &namespace)
-                    .await
-                    .unwrap_or_default(),
-            );
-        }
-        let total = lists[&key]
-            .iter()
-            .filter(|o| quota_tracks(quota, &group, &plural, o))
-            .filter_map(|o| usage(&group, &plural, o).get(resource).copied())
-            .fold(Quantity::zero(), |x, y| x.add(&y));
-        used.insert(resource.clone(), json!(total.canonical()));
+    let mut lists = BTreeMap::new();
+    for (group, plural) in api::quota::counted_kinds(quota) {
+        let items = cluster
+            .list(&group, &plural, &namespace)
+            .await
+            .unwrap_or_default();
+        lists.insert((group, plural), items);
     }
-    let status = json!({"hard": quota["spec"]["hard"].clone(), "used": used});
-    let same = |a: &Value, b: &Value| {
-        resource_list(a) == resource_list(b)
-            && a.as_object().map(serde_json::Map::len) == b.as_object().map(serde_json::Map::len)
-    };
-    if same(&quota["status"]["hard"], &status["hard"])
-        && same(&quota["status"]["used"], &status["used"])
-    {
+    let status = api::quota::recount(quota, &lists, &|_| true);
+    if api::quota::status_is(quota, &status) {
         return Ok(None);
     }
     let mut updated = quota.clone();
@@ -518,13 +239,9 @@ impl Plugin for ResourceQuota {
                 )
             }
             (Operation::Delete, _, Some(o)) => {
-                // Give back what the create charged, whatever phase the pod reached (no
-                // quota controller recalculates usage yet).
-                let mut live = o.clone();
-                if let Some(status) = live.get_mut("status").and_then(Value::as_object_mut) {
-                    status.remove("phase");
-                }
-                (o, usage(group, plural, &live), false)
+                // Give back what the object still uses: a pod that finished was already
+                // given back by the quota controller when it turned terminal.
+                (o, usage(group, plural, o), false)
             }
             _ => return Ok(()),
         };

@@ -178,6 +178,11 @@ impl Drop for Spawned {
 }
 
 pub(super) fn spawn_server() -> anyhow::Result<Spawned> {
+    spawn_server_with(&[])
+}
+
+/// A server for a benchmark with extra flags (e.g. `--disable-controller-manager`).
+pub(super) fn spawn_server_with(extra: &[&str]) -> anyhow::Result<Spawned> {
     let dir = tempfile::Builder::new()
         .prefix("rkube-bench-api-")
         .tempdir_in("/var/tmp")?;
@@ -200,6 +205,7 @@ pub(super) fn spawn_server() -> anyhow::Result<Spawned> {
         ])
         .arg("--data-dir")
         .arg(&data)
+        .args(extra)
         .env("RUST_LOG", "warn")
         .stdout(std::process::Stdio::null())
         .stderr(log)

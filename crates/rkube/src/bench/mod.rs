@@ -4,6 +4,7 @@
 #![allow(clippy::print_stdout)]
 
 mod api;
+mod informer;
 mod schedule;
 mod store;
 
@@ -19,6 +20,9 @@ pub enum Bench {
     Api(api::ApiArgs),
     /// The scheduler over simulated nodes: pods from Deployments, creation → bound.
     Schedule(schedule::ScheduleArgs),
+    /// Memory per cached object: the controllers' pod informer and the garbage
+    /// collector's graph over N pods.
+    Informer(informer::InformerArgs),
 }
 
 pub async fn run(which: Bench) -> anyhow::Result<()> {
@@ -26,6 +30,7 @@ pub async fn run(which: Bench) -> anyhow::Result<()> {
         Bench::Store(args) => store::run(args).await,
         Bench::Api(args) => api::run(args).await,
         Bench::Schedule(args) => schedule::run(args).await,
+        Bench::Informer(args) => informer::run(args).await,
     }
 }
 

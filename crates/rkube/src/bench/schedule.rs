@@ -48,7 +48,7 @@ fn lock(m: &Mutex<Seen>) -> std::sync::MutexGuard<'_, Seen> {
     }
 }
 
-async fn client_for(kubeconfig: &std::path::Path) -> anyhow::Result<kube::Client> {
+pub(super) async fn client_for(kubeconfig: &std::path::Path) -> anyhow::Result<kube::Client> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         if kubeconfig.exists()

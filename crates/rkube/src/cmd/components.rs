@@ -40,6 +40,54 @@ pub struct ControllerOptions {
     /// How often node health is checked.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub node_monitor_period: std::time::Duration,
+    /// The most endpoints the EndpointSlice controller puts in one slice.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub max_endpoints_per_slice: u16,
+    /// The root CA (PEM) the root-CA publisher puts in every namespace's
+    /// `kube-root-ca.crt` ConfigMap (default: the kubeconfig's certificate authority).
+    #[arg(long)]
+    pub root_ca_file: Option<PathBuf>,
+    /// How often every resource quota's usage is recounted.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub resource_quota_sync_period: std::time::Duration,
+}
+
+/// The root CA the root-CA publisher publishes: `--root-ca-file`, else the kubeconfig's
+/// `certificate-authority-data` (or `certificate-authority` file).
+pub fn root_ca_pem(kubeconfig: &Path, options: &ControllerOptions) -> anyhow::Result<String> {
+    use base64::Engine;
+    if let Some(path) = &options.root_ca_file {
+        return std::fs::read_to_string(path)
+            .with_context(|| format!("--root-ca-file {}", path.display()));
+    }
+    let config = kube::config::Kubeconfig::read_from(kubeconfig)
+        .with_context(|| format!("kubeconfig {}", kubeconfig.display()))?;
+    let context = config.current_context.as_deref().and_then(|name| {
+        config
+            .contexts
+            .iter()
+            .find(|c| c.name == name)
+            .and_then(|c| c.context.as_ref())
+    });
+    let cluster = config
+        .clusters
+        .iter()
+        .find(|c| context.is_none_or(|ctx| c.name == ctx.cluster))
+        .and_then(|c| c.cluster.as_ref())
+        .with_context(|| format!("kubeconfig {}: no cluster", kubeconfig.display()))?;
+    if let Some(data) = &cluster.certificate_authority_data {
+        let pem = base64::engine::general_purpose::STANDARD
+            .decode(data.trim())
+            .context("the kubeconfig's certificate-authority-data")?;
+        return String::from_utf8(pem).context("the kubeconfig's certificate-authority-data");
+    }
+    if let Some(file) = &cluster.certificate_authority {
+        return std::fs::read_to_string(file)
+            .with_context(|| format!("certificate-authority {file}"));
+    }
+    anyhow::bail!(
+        "no root CA: pass --root-ca-file or use a kubeconfig with a certificate authority"
+    )
 }
 
 fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
@@ -268,16 +316,81 @@ pub async fn run_controllers(kubeconfig: &Path, options: &ControllerOptions) -> 
     let gc_writer = controller_client(&reader, kubeconfig, "generic-garbage-collector").await?;
     let node_writer = controller_client(&reader, kubeconfig, "node-controller").await?;
     let ns_writer = controller_client(&reader, kubeconfig, "namespace-controller").await?;
+    let ep_writer = controller_client(&reader, kubeconfig, "endpoint-controller").await?;
+    let eps_writer = controller_client(&reader, kubeconfig, "endpointslice-controller").await?;
+    let sa_writer = controller_client(&reader, kubeconfig, "service-account-controller").await?;
+    let ca_writer = controller_client(&reader, kubeconfig, "root-ca-cert-publisher").await?;
+    let quota_writer = controller_client(&reader, kubeconfig, "resourcequota-controller").await?;
+    let pdb_writer = controller_client(&reader, kubeconfig, "disruption-controller").await?;
+    let root_ca = root_ca_pem(kubeconfig, options)?;
+    let job_writer = controller_client(&reader, kubeconfig, "job-controller").await?;
+    let cj_writer = controller_client(&reader, kubeconfig, "cronjob-controller").await?;
+    let ttl_writer =
+        controller_client(&reader, kubeconfig, "ttl-after-finished-controller").await?;
+    let ds_writer = controller_client(&reader, kubeconfig, "daemon-set-controller").await?;
+    let sts_writer = controller_client(&reader, kubeconfig, "statefulset-controller").await?;
     tracing::info!(
-        "controller manager: replicaset, deployment, garbage collector, namespace, node IPAM and node lifecycle controllers started"
+        "controller manager: replicaset, deployment, garbage collector, namespace, endpoints, endpointslice, daemonset, statefulset, job, cronjob, ttl-after-finished, serviceaccount, root-ca, resourcequota, disruption, node IPAM and node lifecycle controllers started"
     );
     // One list+watch per resource type, shared by the controllers.
     let replicasets = Informer::start(kube::Api::all(reader.clone()));
-    let pods = Informer::start(kube::Api::all(reader.clone()));
+    let pods = Informer::<k8s_openapi::api::core::v1::Pod>::start_trimmed(
+        kube::Api::all(reader.clone()),
+        controllers::informers::trim_pod,
+    );
     let deployments = Informer::start(kube::Api::all(reader.clone()));
     let nodes = Informer::start(kube::Api::all(reader.clone()));
     let namespaces =
         Informer::<k8s_openapi::api::core::v1::Namespace>::start(kube::Api::all(reader.clone()));
+    let services = Informer::start(kube::Api::all(reader.clone()));
+    let endpoints = Informer::start(kube::Api::all(reader.clone()));
+    let endpointslices = Informer::start(kube::Api::all(reader.clone()));
+    let jobs = Informer::<k8s_openapi::api::batch::v1::Job>::start(kube::Api::all(reader.clone()));
+    let cronjobs =
+        Informer::<k8s_openapi::api::batch::v1::CronJob>::start(kube::Api::all(reader.clone()));
+    let daemonsets = Informer::start(kube::Api::all(reader.clone()));
+    let statefulsets = Informer::start(kube::Api::all(reader.clone()));
+    let revisions = Informer::start(kube::Api::all(reader.clone()));
+    let claims = Informer::start(kube::Api::all(reader.clone()));
+    let accounts = Informer::start(kube::Api::all(reader.clone()));
+    let config_maps = Informer::start(kube::Api::all(reader.clone()));
+    let pdbs = Informer::start(kube::Api::all(reader.clone()));
+    let service_accounts = controllers::serviceaccounts::run_service_accounts(
+        Arc::clone(&namespaces),
+        accounts,
+        sa_writer,
+        5,
+    );
+    let root_ca_publisher = controllers::rootca::run_root_ca_publisher(
+        Arc::clone(&namespaces),
+        Arc::clone(&config_maps),
+        ca_writer,
+        root_ca,
+        5,
+    );
+    let resource_quotas = controllers::resourcequota::run_resource_quotas(
+        controllers::resourcequota::Caches {
+            quotas: Informer::start(kube::Api::all(reader.clone())),
+            pods: Arc::clone(&pods),
+            services: Arc::clone(&services),
+            config_maps,
+            secrets: Informer::start(kube::Api::all(reader.clone())),
+            claims: Informer::start(kube::Api::all(reader.clone())),
+            deployments: Arc::clone(&deployments),
+            replicasets: Arc::clone(&replicasets),
+        },
+        quota_writer,
+        5,
+        options.resource_quota_sync_period,
+    );
+    let disruption = controllers::disruption::run_disruption(
+        pdbs,
+        Arc::clone(&pods),
+        Arc::clone(&replicasets),
+        Arc::clone(&deployments),
+        pdb_writer,
+        5,
+    );
     let leases = Informer::start(kube::Api::namespaced(reader, "kube-node-lease"));
     let lifecycle = controllers::nodelifecycle::run_node_lifecycle(
         Arc::clone(&nodes),
@@ -305,7 +418,41 @@ pub async fn run_controllers(kubeconfig: &Path, options: &ControllerOptions) -> 
             tracing::error!(error = %e, "node IPAM controller stopped");
         }
     };
+    let batch = async {
+        tokio::join!(
+            controllers::job::run_jobs(Arc::clone(&jobs), Arc::clone(&pods), job_writer, 5),
+            controllers::cronjob::run_cronjobs(
+                Arc::clone(&cronjobs),
+                Arc::clone(&jobs),
+                cj_writer,
+                5
+            ),
+            controllers::ttlafterfinished::run_ttl_after_finished(Arc::clone(&jobs), ttl_writer, 5),
+        );
+    };
+    let workloads = async {
+        tokio::join!(
+            controllers::daemonset::run_daemonsets(
+                daemonsets,
+                Arc::clone(&pods),
+                Arc::clone(&nodes),
+                Arc::clone(&revisions),
+                ds_writer,
+                2
+            ),
+            controllers::statefulset::run_statefulsets(
+                statefulsets,
+                Arc::clone(&pods),
+                revisions,
+                claims,
+                sts_writer,
+                5
+            ),
+        );
+    };
     tokio::join!(
+        workloads,
+        batch,
         controllers::run::run_replicasets(
             Arc::clone(&replicasets),
             Arc::clone(&pods),
@@ -318,10 +465,30 @@ pub async fn run_controllers(kubeconfig: &Path, options: &ControllerOptions) -> 
             d_writer,
             5
         ),
-        controllers::run::run_gc(deployments, replicasets, pods, gc_writer),
+        controllers::gcloop::run_garbage_collector(gc_writer, Default::default()),
         controllers::namespace::run_namespaces(namespaces, ns_writer, 10),
         ipam,
         lifecycle,
+        service_accounts,
+        root_ca_publisher,
+        resource_quotas,
+        disruption,
+        controllers::endpoints::run_endpoints(
+            Arc::clone(&services),
+            Arc::clone(&pods),
+            endpoints,
+            ep_writer,
+            5
+        ),
+        controllers::endpointslice::run_endpointslices(
+            Arc::clone(&services),
+            Arc::clone(&pods),
+            endpointslices,
+            Arc::clone(&nodes),
+            eps_writer,
+            5,
+            usize::from(options.max_endpoints_per_slice)
+        ),
     );
     Ok(())
 }

@@ -1,0 +1,141 @@
+//! `rkube bench informer`: memory per cached object. A server holds N pods shaped like a
+//! Deployment's (labels, owner reference, a container with requests, env and probes);
+//! this process measures its own resident memory before and after (1) the controllers'
+//! shared pod informer has listed them all and (2) the garbage collector's graph holds
+//! a node for each, and prints the difference per pod beside the pod's JSON size.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams, PostParams};
+use kube::core::{ApiResource, DynamicObject, PartialObjectMeta};
+use serde_json::json;
+
+use super::api::{rss_mb, spawn_server_with};
+use super::schedule::client_for;
+
+#[derive(clap::Args, Debug)]
+pub struct InformerArgs {
+    /// Pods to cache.
+    #[arg(long, default_value_t = 10_000)]
+    pods: u32,
+}
+
+fn pod(i: u32) -> serde_json::Value {
+    let rs = i / 100;
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {
+            "name": format!("web-{rs:05}-{i:06}"), "namespace": "default",
+            "labels": {"app": "web", "pod-template-hash": format!("{rs:05}")},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                "name": format!("web-{rs:05}"), "uid": format!("00000000-0000-0000-0000-{rs:012}"),
+                "controller": true, "blockOwnerDeletion": true}],
+        },
+        "spec": {"containers": [{
+            "name": "web", "image": "registry.local/web:1",
+            "ports": [{"containerPort": 80}],
+            "env": [{"name": "MODE", "value": "bench"}],
+            "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+            "readinessProbe": {"httpGet": {"path": "/", "port": 80}},
+        }]},
+    })
+}
+
+/// This process's resident memory once freed heap pages went back to the system (so the
+/// figure is what stays cached, not what a list's decoding used for a moment).
+fn own_rss() -> f64 {
+    // SAFETY: malloc_trim only releases free memory of glibc's heaps; it has no
+    // preconditions.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::malloc_trim(0);
+    }
+    rss_mb(std::process::id()).unwrap_or(0.0)
+}
+
+pub async fn run(args: InformerArgs) -> anyhow::Result<()> {
+    let server = spawn_server_with(&["--disable-controller-manager", "--disable-scheduler"])?;
+    let client = client_for(&server.kubeconfig).await?;
+    let api: Api<Pod> = Api::namespaced(client.clone(), "default");
+    // Without the controller manager, the default service account (which admission
+    // needs) is made here.
+    let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        Api::namespaced(client.clone(), "default");
+    if accounts.get_opt("default").await?.is_none() {
+        let sa = serde_json::from_value(json!({"metadata": {"name": "default"}}))?;
+        accounts.create(&PostParams::default(), &sa).await?;
+    }
+    let started = Instant::now();
+    let next = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..16 {
+        let (api, next, n) = (api.clone(), Arc::clone(&next), args.pods);
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= n {
+                    return anyhow::Ok(());
+                }
+                let p: Pod = serde_json::from_value(pod(i))?;
+                api.create(&PostParams::default(), &p).await?;
+            }
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    println!(
+        "informer-bench: {} pods created in {:.1} s",
+        args.pods,
+        started.elapsed().as_secs_f64()
+    );
+    let sample = api.list(&ListParams::default().limit(100)).await?;
+    let json_bytes = sample
+        .items
+        .iter()
+        .map(|p| serde_json::to_vec(p).map(|v| v.len()).unwrap_or(0))
+        .sum::<usize>()
+        / sample.items.len().max(1);
+    drop(sample);
+
+    let n = f64::from(args.pods.max(1));
+    let before = own_rss();
+    let informer = controllers::informers::Informer::<Pod>::start_trimmed(
+        Api::all(client.clone()),
+        controllers::informers::trim_pod,
+    );
+    informer.synced().await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let cached = informer.store.state().len();
+    let with_informer = own_rss();
+    let informer_bytes = (with_informer - before) * 1024.0 * 1024.0 / n;
+
+    let ar = ApiResource::erase::<Pod>(&());
+    let metas: Api<PartialObjectMeta<DynamicObject>> = Api::all_with(client.clone(), &ar);
+    let mut graph = controllers::gc::Graph::new();
+    let before_graph = own_rss();
+    let list = metas.list(&ListParams::default()).await?;
+    for o in &list.items {
+        if let Some(meta) = controllers::gcloop::meta_of(&ar, &o.metadata) {
+            graph.apply(controllers::gc::Change::Upsert { source: 0, meta });
+        }
+    }
+    drop(list);
+    let with_graph = own_rss();
+    let graph_bytes = (with_graph - before_graph) * 1024.0 * 1024.0 / n;
+    let server_rss = rss_mb(server.child.id()).unwrap_or(0.0);
+    println!(
+        "pod json {json_bytes} B; informer cached {cached} pods: +{:.1} MB ({informer_bytes:.0} B/pod); gc graph {} nodes: +{:.1} MB ({graph_bytes:.0} B/pod); server rss {server_rss:.1} MB",
+        with_informer - before,
+        graph.len(),
+        with_graph - before_graph,
+    );
+    println!(
+        "informer-bench pods={} json_bytes={json_bytes} informer_bytes_per_pod={informer_bytes:.0} gc_bytes_per_pod={graph_bytes:.0} server_rss_mb={server_rss:.1}",
+        args.pods
+    );
+    drop(informer);
+    Ok(())
+}
