@@ -11,11 +11,14 @@
 //! - [`validation`]: names, labels, annotations and object metadata rules;
 //! - [`schema`]: OpenAPI schemas of the built-in types;
 //! - [`openapi`]: the `/openapi/v2` and `/openapi/v3` documents;
-//! - [`quota`]: resource quota evaluation (usage per object, scopes, recounts).
+//! - [`quota`]: resource quota evaluation (usage per object, scopes, recounts);
+//! - [`cron`]: cron schedules as robfig/cron's `ParseStandard` reads them, and their
+//!   activation times.
 //!
 //! Object types themselves are `k8s-openapi`'s, re-exported as [`k8s`].
 
 pub mod catalog;
+pub mod cron;
 pub mod gofmt;
 pub mod kinds;
 pub mod meta;

@@ -37,6 +37,7 @@ use serde_json::{Value, json};
 use crate::history;
 use crate::informers::{self, Informer, Next};
 use crate::pods;
+use crate::util::{api_message, claimable, lock};
 
 /// Upstream's `BurstReplicas` of the DaemonSet controller.
 pub const BURST_REPLICAS: usize = 250;
@@ -939,13 +940,6 @@ struct Shared {
     events: Recorder,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
-    }
-}
-
 fn values<K: serde::Serialize>(items: &[Arc<K>]) -> Vec<Value> {
     items
         .iter()
@@ -1262,10 +1256,7 @@ async fn sync_nodes(
                 ),
                 Err(e) => {
                     lock(&s.expectations).creation_observed(&format!("c:{key}"));
-                    let msg = match &e {
-                        kube::Error::Api(st) => st.message.clone(),
-                        other => other.to_string(),
-                    };
+                    let msg = api_message(&e);
                     s.events.event(
                         &ds_ref,
                         EventType::Warning,
@@ -1350,13 +1341,7 @@ async fn sync(s: &Shared, key: &str) -> Result<(), kube::Error> {
         return Ok(());
     }
     let in_ns_or_mine = |meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
-        meta.namespace.as_deref() == Some(ns)
-            && meta
-                .owner_references
-                .iter()
-                .flatten()
-                .find(|o| o.controller == Some(true))
-                .is_none_or(|o| o.uid == uid)
+        claimable(meta, ns, &uid)
     };
     let all_pods: Vec<Value> = s
         .pods

@@ -6,49 +6,17 @@
 
 use serde_json::Value;
 
-/// The characters of upstream's `rand.SafeEncodeString` (no vowels, no look-alikes).
-const ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+use crate::history::{canonical, safe_encode};
 
 /// Upstream's default `maxSurge` and `maxUnavailable`.
 pub const DEFAULT_SURGE: &str = "25%";
 pub const DEFAULT_UNAVAILABLE: &str = "25%";
 
-fn write_canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String((*k).clone()).to_string());
-                out.push(':');
-                write_canonical(&m[*k], out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
-}
-
 /// The `pod-template-hash` of a pod template (`ComputeHash`): FNV-1a 32 of the template
 /// (canonical JSON here; upstream hashes its Go struct dump, which only has to be stable
 /// within one cluster) and the collision count, encoded with `SafeEncodeString`.
 pub fn template_hash(template: &Value, collision_count: Option<u32>) -> String {
-    let mut text = String::new();
-    write_canonical(template, &mut text);
+    let text = canonical(template);
     let mut hash: u32 = 0x811c_9dc5;
     let mut feed = |bytes: &[u8]| {
         for b in bytes {
@@ -60,10 +28,7 @@ pub fn template_hash(template: &Value, collision_count: Option<u32>) -> String {
     if let Some(c) = collision_count {
         feed(&c.to_le_bytes());
     }
-    hash.to_string()
-        .bytes()
-        .map(|b| char::from(ALPHANUMS[usize::from(b) % ALPHANUMS.len()]))
-        .collect()
+    safe_encode(&hash.to_string())
 }
 
 /// `GetScaledValueFromIntOrPercent`: an int as is, `N%` of `total` rounded up or down.
@@ -255,7 +220,10 @@ mod tests {
         let t = json!({"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "web:1"}]}});
         let h = template_hash(&t, None);
         assert!(!h.is_empty() && h.len() <= 10);
-        assert!(h.bytes().all(|b| ALPHANUMS.contains(&b)), "{h}");
+        assert!(
+            h.bytes().all(|b| crate::history::ALPHANUMS.contains(&b)),
+            "{h}"
+        );
         // Key order does not matter; content and the collision count do.
         let same = json!({"spec": {"containers": [{"image": "web:1", "name": "c"}]}, "metadata": {"labels": {"app": "web"}}});
         assert_eq!(template_hash(&same, None), h);
@@ -375,12 +343,6 @@ fn without_hash(template: &Value) -> Value {
         o.remove("metadata");
     }
     t
-}
-
-fn canonical(v: &Value) -> String {
-    let mut s = String::new();
-    write_canonical(v, &mut s);
-    s
 }
 
 fn revision_of(rs: &Value) -> i64 {

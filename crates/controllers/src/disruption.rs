@@ -36,6 +36,7 @@ use runtime::workqueue::WorkQueue;
 use serde_json::{Value, json};
 
 use crate::informers::{self, Informer, Next};
+use crate::util::rfc3339;
 
 /// How long an evicted pod may stay in `disruptedPods` without being deleted (upstream's
 /// `DeletionTimeout`, 2 min).
@@ -74,12 +75,6 @@ pub struct Outcome {
 pub struct Failure {
     pub message: String,
     pub events: Vec<Event>,
-}
-
-fn rfc3339(ms: i64) -> String {
-    jiff::Timestamp::from_millisecond(ms)
-        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
-        .unwrap_or_default()
 }
 
 /// `getPodsForPdb`: the pods of `pods` (the budget's namespace) its selector picks (a

@@ -21,6 +21,7 @@ use runtime::workqueue::WorkQueue;
 
 use crate::informers::{self, Informer, Next};
 use crate::services::{self, HEADLESS_LABEL, TRIGGER_TIME_ANNOTATION, TriggerTimeTracker, is_ipv6};
+use crate::util::lock;
 
 /// Upstream's `maxCapacity`: the most addresses an Endpoints object holds.
 pub const MAX_CAPACITY: usize = 1000;
@@ -442,13 +443,6 @@ pub(crate) fn namespace_terminating(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.details.as_ref().is_some_and(|d| d.causes.iter().any(|c| c.reason == "NamespaceTerminating")))
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
-    }
-}
-
 struct Shared {
     services: Store<Service>,
     pods: Store<Pod>,
@@ -491,7 +485,7 @@ pub async fn run_endpoints(
     tokio::spawn(async move {
         loop {
             match informers::next(&mut ep_events).await {
-                Next::Delete(ep) => s.queue.add(services::meta_key(&ep.metadata)),
+                Next::Delete(ep) => s.queue.add(crate::run::object_key(&ep.metadata)),
                 Next::Apply(ep) => {
                     let ns = ep.metadata.namespace.as_deref().unwrap_or_default();
                     let name = ep.metadata.name.as_deref().unwrap_or_default();
@@ -500,7 +494,7 @@ pub async fn run_endpoints(
                         .get(&ObjectRef::new(name).within(ns))
                         .is_some_and(|svc| services::service_selector(&svc).is_some());
                     if managed {
-                        s.queue.add(services::meta_key(&ep.metadata));
+                        s.queue.add(crate::run::object_key(&ep.metadata));
                     }
                 }
                 Next::Other => {}
@@ -529,7 +523,7 @@ pub async fn run_endpoints(
             .as_ref()
             .is_some_and(|a| a.contains_key(LEADER_ANNOTATION));
         if !leader {
-            shared.queue.add(services::meta_key(&ep.metadata));
+            shared.queue.add(crate::run::object_key(&ep.metadata));
         }
     }
 }

@@ -25,6 +25,7 @@ use runtime::workqueue::WorkQueue;
 
 use crate::informers::{self, Informer, Next};
 use crate::services::{self, HEADLESS_LABEL, TRIGGER_TIME_ANNOTATION, TriggerTimeTracker};
+use crate::util::lock;
 
 /// The `endpointslice.kubernetes.io/managed-by` value of this controller's slices.
 pub const CONTROLLER_NAME: &str = "endpointslice-controller.k8s.io";
@@ -583,7 +584,7 @@ fn service_key_of(slice: &EndpointSlice) -> Option<String> {
     if name.is_empty() {
         return None;
     }
-    Some(services::key_of(
+    Some(crate::run::key_of(
         slice.metadata.namespace.as_deref().unwrap_or_default(),
         name,
     ))
@@ -681,13 +682,6 @@ pub enum SyncError {
     Stale,
     #[error("{0}")]
     Reconcile(String),
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
-    }
 }
 
 struct Shared {

@@ -23,7 +23,7 @@ pub const HASH_LABEL: &str = "controller.kubernetes.io/hash";
 pub const DEFAULT_HISTORY_LIMIT: i64 = 10;
 
 /// The characters of upstream's `rand.SafeEncodeString` (no vowels, no look-alikes).
-const ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+pub(crate) const ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
 /// Upstream's `rand.SafeEncodeString`.
 pub fn safe_encode(s: &str) -> String {

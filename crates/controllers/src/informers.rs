@@ -3,13 +3,14 @@
 //! a reflector store), with its events fanned out to every controller that subscribes.
 //! A subscriber that falls behind is told so and resyncs from the store.
 
+use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde::de::DeserializeOwned;
 use tokio::sync::broadcast;
@@ -25,7 +26,105 @@ where
 {
     pub store: Store<K>,
     events: broadcast::Sender<Change<K>>,
+    indexes: RwLock<Indexes>,
+    indexers: &'static [Indexer<K>],
 }
+
+/// A named index function (upstream's `cache.Indexers`): the index values of an object.
+pub struct Indexer<K> {
+    pub name: &'static str,
+    pub values: fn(&K) -> Vec<String>,
+}
+
+/// Index values → object keys (`namespace/name`), kept in step with the store: an event is
+/// indexed before subscribers see it.
+#[derive(Default)]
+struct Indexes {
+    /// (index, value) → keys.
+    entries: HashMap<(&'static str, String), HashSet<String>>,
+    /// key → its (index, value) pairs, to unindex on update and delete.
+    of: HashMap<String, Vec<(&'static str, String)>>,
+}
+
+impl Indexes {
+    fn remove(&mut self, key: &str) {
+        for entry in self.of.remove(key).unwrap_or_default() {
+            if let Some(keys) = self.entries.get_mut(&entry) {
+                keys.remove(key);
+                if keys.is_empty() {
+                    self.entries.remove(&entry);
+                }
+            }
+        }
+    }
+
+    fn insert<K>(&mut self, key: String, obj: &K, indexers: &[Indexer<K>]) {
+        self.remove(&key);
+        let mut pairs = Vec::new();
+        for ix in indexers {
+            for v in (ix.values)(obj) {
+                self.entries
+                    .entry((ix.name, v.clone()))
+                    .or_default()
+                    .insert(key.clone());
+                pairs.push((ix.name, v));
+            }
+        }
+        if !pairs.is_empty() {
+            self.of.insert(key, pairs);
+        }
+    }
+}
+
+fn key_of<K: kube::Resource>(o: &K) -> String {
+    let m = o.meta();
+    format!(
+        "{}/{}",
+        m.namespace.as_deref().unwrap_or_default(),
+        m.name.as_deref().unwrap_or_default()
+    )
+}
+
+/// The pod indexes the controllers use: by namespace, by controller (the controlling
+/// owner's uid, or `orphan/<namespace>` for pods without one) and by node.
+pub const POD_INDEXERS: &[Indexer<Pod>] = &[
+    Indexer {
+        name: "namespace",
+        values: |p| vec![p.metadata.namespace.clone().unwrap_or_default()],
+    },
+    Indexer {
+        name: "controller",
+        values: |p| {
+            vec![
+                p.metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .find(|o| o.controller == Some(true))
+                    .map_or_else(
+                        || {
+                            format!(
+                                "orphan/{}",
+                                p.metadata.namespace.as_deref().unwrap_or_default()
+                            )
+                        },
+                        |o| o.uid.clone(),
+                    ),
+            ]
+        },
+    },
+    Indexer {
+        name: "node",
+        values: |p| {
+            p.spec
+                .as_ref()
+                .and_then(|s| s.node_name.clone())
+                .filter(|n| !n.is_empty())
+                .into_iter()
+                .collect()
+        },
+    },
+];
 
 /// An event as subscribers share it: the object behind a pointer, never copied per
 /// subscriber.
@@ -108,24 +207,38 @@ where
 {
     /// Starts listing and watching every object `api` reaches.
     pub fn start(api: Api<K>) -> Arc<Self> {
-        Self::start_trimmed(api, trim::<K>)
+        Self::start_trimmed(api, trim::<K>, &[])
     }
 
-    /// As [`Informer::start`], with `trim` applied to every object before it is cached.
-    pub fn start_trimmed(api: Api<K>, trim: fn(&mut K)) -> Arc<Self> {
+    /// As [`Informer::start`], with `trim` applied to every object before it is cached and
+    /// the `indexers` kept.
+    pub fn start_trimmed(
+        api: Api<K>,
+        trim: fn(&mut K),
+        indexers: &'static [Indexer<K>],
+    ) -> Arc<Self> {
         let (store, writer) = reflector::store::<K>();
         let (events, _) = broadcast::channel(BUFFER);
-        let informer = Arc::new(Informer { store, events });
+        let informer = Arc::new(Informer {
+            store,
+            events,
+            indexes: RwLock::new(Indexes::default()),
+            indexers,
+        });
         let tx = informer.events.clone();
         let stream = reflector::reflector(
             writer,
             watcher(api, watcher::Config::default()).modify(trim),
         );
+        let me = Arc::clone(&informer);
         tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
             while let Some(e) = stream.next().await {
                 match e {
                     Ok(event) => {
+                        if !me.indexers.is_empty() {
+                            me.index(&event);
+                        }
                         let change = match event {
                             watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
                                 Change::Apply(Arc::new(o))
@@ -144,6 +257,52 @@ where
         informer
     }
 
+    fn indexes(&self) -> std::sync::RwLockWriteGuard<'_, Indexes> {
+        self.indexes
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Keeps the indexes in step with the store (which the reflector updated first).
+    fn index(&self, event: &watcher::Event<K>) {
+        match event {
+            watcher::Event::Apply(o) => self.indexes().insert(key_of(o), o, self.indexers),
+            watcher::Event::Delete(o) => self.indexes().remove(&key_of(o)),
+            // A relist replaced the store at its end: index it afresh.
+            watcher::Event::InitDone => {
+                let mut fresh = Indexes::default();
+                for o in self.store.state() {
+                    fresh.insert(key_of(o.as_ref()), o.as_ref(), self.indexers);
+                }
+                *self.indexes() = fresh;
+            }
+            watcher::Event::Init | watcher::Event::InitApply(_) => {}
+        }
+    }
+
+    /// The cached objects whose index `index` has `value` (upstream's `ByIndex`).
+    pub fn by_index(&self, index: &str, value: &str) -> Vec<Arc<K>> {
+        if !self.indexers.iter().any(|i| i.name == index) {
+            tracing::warn!(index, "an informer was started without this index");
+        }
+        let keys: Vec<String> = self
+            .indexes
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entries
+            .get(&(index_name(self.indexers, index), value.to_string()))
+            .map(|k| k.iter().cloned().collect())
+            .unwrap_or_default();
+        keys.iter()
+            .filter_map(|k| {
+                let (ns, name) = k.split_once('/')?;
+                let r = ObjectRef::<K>::new(name);
+                self.store
+                    .get(&if ns.is_empty() { r } else { r.within(ns) })
+            })
+            .collect()
+    }
+
     /// A new subscription to the events from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Change<K>> {
         self.events.subscribe()
@@ -153,6 +312,13 @@ where
     pub async fn synced(&self) {
         let _ = self.store.wait_until_ready().await;
     }
+}
+
+fn index_name<K>(indexers: &[Indexer<K>], name: &str) -> &'static str {
+    indexers
+        .iter()
+        .find(|i| i.name == name)
+        .map_or("", |i| i.name)
 }
 
 /// The next event of a subscription.
@@ -166,5 +332,59 @@ pub async fn next<K>(rx: &mut broadcast::Receiver<Change<K>>) -> Next<K> {
             Next::Resync
         }
         Err(broadcast::error::RecvError::Closed) => Next::Closed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn pod(name: &str, owner: Option<&str>, node: Option<&str>) -> Pod {
+        let mut p = serde_json::json!({"metadata": {"name": name, "namespace": "ns"},
+            "spec": {"containers": []}});
+        if let Some(uid) = owner {
+            p["metadata"]["ownerReferences"] = serde_json::json!([{"apiVersion": "apps/v1",
+                "kind": "ReplicaSet", "name": "rs", "uid": uid, "controller": true}]);
+        }
+        if let Some(n) = node {
+            p["spec"]["nodeName"] = serde_json::json!(n);
+        }
+        serde_json::from_value(p).unwrap()
+    }
+
+    fn keys(ix: &Indexes, index: &'static str, value: &str) -> Vec<String> {
+        let mut k: Vec<String> = ix
+            .entries
+            .get(&(index, value.to_string()))
+            .map(|k| k.iter().cloned().collect())
+            .unwrap_or_default();
+        k.sort();
+        k
+    }
+
+    #[test]
+    fn pod_indexes_follow_updates_and_deletes() {
+        let mut ix = Indexes::default();
+        ix.insert("ns/a".into(), &pod("a", Some("rs-1"), None), POD_INDEXERS);
+        ix.insert("ns/b".into(), &pod("b", None, Some("n1")), POD_INDEXERS);
+        assert_eq!(keys(&ix, "controller", "rs-1"), vec!["ns/a"]);
+        assert_eq!(keys(&ix, "controller", "orphan/ns"), vec!["ns/b"]);
+        assert_eq!(keys(&ix, "namespace", "ns"), vec!["ns/a", "ns/b"]);
+        assert_eq!(keys(&ix, "node", "n1"), vec!["ns/b"]);
+        // b adopted and bound elsewhere: its old entries go.
+        ix.insert(
+            "ns/b".into(),
+            &pod("b", Some("rs-1"), Some("n2")),
+            POD_INDEXERS,
+        );
+        assert_eq!(keys(&ix, "controller", "rs-1"), vec!["ns/a", "ns/b"]);
+        assert!(keys(&ix, "controller", "orphan/ns").is_empty());
+        assert!(keys(&ix, "node", "n1").is_empty());
+        assert_eq!(keys(&ix, "node", "n2"), vec!["ns/b"]);
+        ix.remove("ns/a");
+        ix.remove("ns/b");
+        assert!(ix.entries.is_empty() && ix.of.is_empty());
     }
 }

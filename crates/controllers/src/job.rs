@@ -28,6 +28,8 @@ use serde_json::{Value, json};
 
 use crate::informers::{self, Informer, Next};
 use crate::pods;
+use crate::run::{key_of, now_ms};
+use crate::util::{api_message, claimable, lock, rfc3339};
 
 /// The finalizer that keeps a pod until its completion is counted in the Job's status.
 pub const TRACKING_FINALIZER: &str = "batch.kubernetes.io/job-tracking";
@@ -42,14 +44,7 @@ pub const MAX_UNCOUNTED_PODS: usize = 500;
 /// `MaxPodCreateDeletePerSync`.
 pub const MAX_POD_CREATE_DELETE_PER_SYNC: usize = 500;
 
-/// An RFC 3339 time (seconds) from milliseconds since the epoch.
-pub fn rfc3339(ms: i64) -> String {
-    jiff::Timestamp::from_millisecond(ms)
-        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
-        .unwrap_or_default()
-}
-
-fn s<'a>(v: &'a Value, path: &[&str]) -> &'a str {
+pub(crate) fn s<'a>(v: &'a Value, path: &[&str]) -> &'a str {
     let mut cur = v;
     for p in path {
         cur = &cur[*p];
@@ -57,11 +52,11 @@ fn s<'a>(v: &'a Value, path: &[&str]) -> &'a str {
     cur.as_str().unwrap_or_default()
 }
 
-fn name(v: &Value) -> &str {
+pub(crate) fn name(v: &Value) -> &str {
     s(v, &["metadata", "name"])
 }
 
-fn uid(v: &Value) -> &str {
+pub(crate) fn uid(v: &Value) -> &str {
     s(v, &["metadata", "uid"])
 }
 
@@ -1247,21 +1242,6 @@ struct Shared {
     events: Recorder,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
-    }
-}
-
-fn key_of(ns: &str, name: &str) -> String {
-    format!("{ns}/{name}")
-}
-
-fn now_ms() -> i64 {
-    jiff::Timestamp::now().as_millisecond()
-}
-
 impl Shared {
     fn job_by_uid(&self, ns: &str, job_uid: &str) -> Option<Value> {
         self.jobs
@@ -1522,15 +1502,7 @@ async fn sync_job(s: &Shared, key: &str) -> Result<(), kube::Error> {
         .pods
         .state()
         .iter()
-        .filter(|p| p.metadata.namespace.as_deref() == Some(ns))
-        .filter(|p| {
-            p.metadata
-                .owner_references
-                .iter()
-                .flatten()
-                .find(|o| o.controller == Some(true))
-                .is_none_or(|o| o.uid == job_uid)
-        })
+        .filter(|p| claimable(&p.metadata, ns, &job_uid))
         .filter_map(|p| serde_json::to_value(p.as_ref()).ok())
         .collect();
     let expected_rm = lock(&s.finalizers).get(key).cloned().unwrap_or_default();
@@ -1587,10 +1559,7 @@ async fn sync_job(s: &Shared, key: &str) -> Result<(), kube::Error> {
                         }
                         Err(e) => {
                             failed += 1;
-                            let msg = match &e {
-                                kube::Error::Api(st) => st.message.clone(),
-                                other => other.to_string(),
-                            };
+                            let msg = api_message(&e);
                             s.events.event(
                                 &job_ref,
                                 EventType::Warning,

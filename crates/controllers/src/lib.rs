@@ -27,3 +27,4 @@ pub mod serviceaccounts;
 pub mod services;
 pub mod statefulset;
 pub mod ttlafterfinished;
+mod util;

@@ -21,6 +21,7 @@ use runtime::workqueue::WorkQueue;
 use serde_json::{Value, json};
 
 use crate::informers::{self, Informer, Next};
+use crate::util::api_message;
 
 /// The finalizer token this controller owns (`v1.FinalizerKubernetes`).
 pub const FINALIZER: &str = "kubernetes";
@@ -461,13 +462,6 @@ struct SyncError(String);
 impl From<kube::Error> for SyncError {
     fn from(e: kube::Error) -> Self {
         SyncError(api_message(&e))
-    }
-}
-
-fn api_message(e: &kube::Error) -> String {
-    match e {
-        kube::Error::Api(s) => s.message.clone(),
-        other => other.to_string(),
     }
 }
 

@@ -361,7 +361,7 @@ pub async fn run_node_lifecycle(
 /// Sets `Ready=False` on the pods of a node that went silent (upstream's
 /// `MarkPodsNotReady`).
 async fn mark_pods_not_ready(pods: &Informer<Pod>, writer: &Client, node: &str) {
-    for pod in pods.store.state() {
+    for pod in pods.by_index("node", node) {
         if pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) != Some(node) {
             continue;
         }
@@ -387,7 +387,9 @@ async fn evict(
     tainted: &HashMap<String, Vec<Taint>>,
     now: Timestamp,
 ) {
-    for pod in pods.store.state() {
+    // Only the pods of tainted nodes (the informer's node index).
+    let on_tainted = tainted.keys().flat_map(|node| pods.by_index("node", node));
+    for pod in on_tainted {
         let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) else {
             continue;
         };

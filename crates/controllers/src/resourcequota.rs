@@ -37,6 +37,7 @@ use runtime::workqueue::WorkQueue;
 use serde_json::Value;
 
 use crate::informers::{self, Informer, Next};
+use crate::util::lock;
 
 /// How long a quota's usage must stay unchanged before a count that may lower it.
 pub const SETTLE: Duration = Duration::from_secs(20);
@@ -163,10 +164,6 @@ where
         .filter(|o| o.meta().namespace.as_deref() == Some(ns))
         .filter_map(|o| serde_json::to_value(o.as_ref()).ok())
         .collect()
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Shared {

@@ -15,6 +15,7 @@ use kube::runtime::reflector::Store;
 use runtime::workqueue::WorkQueue;
 
 use crate::informers::{self, Informer, Next};
+use crate::run::object_key;
 
 /// `v1.IsHeadlessService`: the label both controllers put on the objects of a Service
 /// without a cluster IP.
@@ -23,19 +24,6 @@ pub const HEADLESS_LABEL: &str = "service.kubernetes.io/headless";
 pub const TRIGGER_TIME_ANNOTATION: &str = "endpoints.kubernetes.io/last-change-trigger-time";
 /// How often a failing key is retried before it is dropped (upstream's `maxRetries`).
 pub const MAX_RETRIES: u32 = 15;
-
-/// `namespace/name`.
-pub fn key_of(ns: &str, name: &str) -> String {
-    format!("{ns}/{name}")
-}
-
-/// The queue key of an object.
-pub fn meta_key(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
-    key_of(
-        meta.namespace.as_deref().unwrap_or_default(),
-        meta.name.as_deref().unwrap_or_default(),
-    )
-}
 
 /// The Service's selector as the controllers use it: `None` when the Service has none
 /// (such Services get no endpoints from the controllers). An empty map counts as none,
@@ -77,7 +65,7 @@ pub fn services_for_labels(
         .iter()
         .filter(|s| s.metadata.namespace.as_deref() == Some(ns))
         .filter(|s| service_selector(s).is_some_and(|sel| labels_match(&sel, labels)))
-        .map(|s| meta_key(&s.metadata))
+        .map(|s| object_key(&s.metadata))
         .collect()
 }
 
@@ -339,7 +327,7 @@ pub fn follow_services_and_pods(
     tokio::spawn(async move {
         loop {
             match informers::next(&mut svc_events).await {
-                Next::Apply(s) | Next::Delete(s) => q.add(meta_key(&s.metadata)),
+                Next::Apply(s) | Next::Delete(s) => q.add(object_key(&s.metadata)),
                 Next::Other => {}
                 Next::Resync => enqueue_all(&store, &q),
                 Next::Closed => break,
@@ -385,7 +373,7 @@ pub fn follow_services_and_pods(
 /// Queues every cached Service.
 pub fn enqueue_all(services: &Store<Service>, queue: &WorkQueue<String>) {
     for s in services.state() {
-        queue.add(meta_key(&s.metadata));
+        queue.add(object_key(&s.metadata));
     }
 }
 

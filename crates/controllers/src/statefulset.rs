@@ -36,6 +36,7 @@ use serde_json::{Value, json};
 use crate::history;
 use crate::informers::{self, Informer, Next};
 use crate::pods;
+use crate::util::{api_message, claimable};
 
 /// Upstream's `StatefulSetPodNameLabel`.
 pub const POD_NAME_LABEL: &str = "statefulset.kubernetes.io/pod-name";
@@ -1011,13 +1012,6 @@ pub async fn run_statefulsets(
     );
 }
 
-fn api_message(e: &kube::Error) -> String {
-    match e {
-        kube::Error::Api(st) => st.message.clone(),
-        other => other.to_string(),
-    }
-}
-
 /// Makes sure the update revision exists (creating it, with collision handling, or
 /// bumping an older equal one); returns the revisions with the stored update revision.
 async fn settle_revisions(
@@ -1095,13 +1089,7 @@ async fn sync(s: &Shared, key: &str) -> Result<(), kube::Error> {
     }
     let set_ref = crate::run::reference(&set, "StatefulSet", "apps/v1");
     let mine = |meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
-        meta.namespace.as_deref() == Some(ns)
-            && meta
-                .owner_references
-                .iter()
-                .flatten()
-                .find(|o| o.controller == Some(true))
-                .is_none_or(|o| o.uid == set_uid)
+        claimable(meta, ns, &set_uid)
     };
     let all_pods: Vec<Value> = s
         .pods

@@ -15,6 +15,7 @@ use runtime::workqueue::WorkQueue;
 use serde_json::Value;
 
 use crate::informers::{self, Informer, Next};
+use crate::run::now_ms;
 
 /// What to do with a Job (`processTTL`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,10 +69,6 @@ fn key_of(job: &Job) -> String {
         job.metadata.namespace.as_deref().unwrap_or_default(),
         job.metadata.name.as_deref().unwrap_or_default()
     )
-}
-
-fn now_ms() -> i64 {
-    jiff::Timestamp::now().as_millisecond()
 }
 
 /// Runs the controller until the process ends.
@@ -191,7 +188,7 @@ mod tests {
 
     const T0: i64 = 1_700_000_000_000;
     fn at(ms: i64) -> String {
-        crate::job::rfc3339(ms)
+        crate::util::rfc3339(ms)
     }
 
     #[test]

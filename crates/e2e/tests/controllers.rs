@@ -8,19 +8,9 @@
 use serde_json::{Value, json};
 use testkit::{RkubeServer, eventually};
 
-fn pods(server: &RkubeServer) -> Vec<Value> {
-    let out = server.kubectl_ok(
-        Some("1.33"),
-        &["get", "pods", "-l", "app=web", "-o", "json"],
-    );
-    serde_json::from_str::<Value>(&out).unwrap()["items"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-}
-
 fn live(server: &RkubeServer) -> Vec<Value> {
-    pods(server)
+    server
+        .get_items(&["pods", "-l", "app=web"])
         .into_iter()
         .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
         .collect()
@@ -37,8 +27,7 @@ fn replicaset_controller_creates_scales_and_adopts() {
             "template": {"metadata": {"labels": {"app": "web"}},
                 "spec": {"containers": [{"name": "web", "image": "registry.local/web:1"}]}}},
     });
-    let o = server.kubectl_stdin(Some("1.33"), &["apply", "-f", "-"], &rs.to_string());
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    server.apply_json(&rs);
     eventually("three pods", || live(&server).len() == 3);
     let all = live(&server);
     for p in &all {
@@ -66,19 +55,11 @@ fn replicaset_controller_creates_scales_and_adopts() {
     let orphan = json!({"apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "orphan", "namespace": "default", "labels": {"app": "web"}},
         "spec": {"containers": [{"name": "web", "image": "registry.local/web:1"}]}});
-    let o = server.kubectl_stdin(Some("1.33"), &["create", "-f", "-"], &orphan.to_string());
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    server.create_json(&orphan);
     eventually("back to one pod", || {
         let l = live(&server);
         l.len() == 1 && l[0]["metadata"]["ownerReferences"][0]["name"] == "web"
     });
-}
-
-fn json_of(server: &RkubeServer, args: &[&str]) -> Value {
-    let mut a = vec!["get"];
-    a.extend_from_slice(args);
-    a.extend_from_slice(&["-o", "json"]);
-    serde_json::from_str(&server.kubectl_ok(Some("1.33"), &a)).unwrap()
 }
 
 #[test]
@@ -95,12 +76,7 @@ fn deployment_controller_creates_and_rolls_replica_sets() {
             "--replicas=3",
         ],
     );
-    let rs_list = || {
-        json_of(&server, &["rs", "-l", "app=nginx"])["items"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-    };
+    let rs_list = || server.get_items(&["rs", "-l", "app=nginx"]);
     eventually("the ReplicaSet", || rs_list().len() == 1);
     let rs = &rs_list()[0];
     let hash = rs["metadata"]["labels"]["pod-template-hash"]
@@ -114,15 +90,13 @@ fn deployment_controller_creates_and_rolls_replica_sets() {
     );
     assert_eq!(rs["metadata"]["ownerReferences"][0]["kind"], "Deployment");
     eventually("three pods of the ReplicaSet", || {
-        json_of(
-            &server,
-            &["pods", "-l", &format!("pod-template-hash={hash}")],
-        )["items"]
-            .as_array()
-            .is_some_and(|i| i.len() == 3)
+        server
+            .get_items(&["pods", "-l", &format!("pod-template-hash={hash}")])
+            .len()
+            == 3
     });
     eventually("the Deployment's status", || {
-        let d = json_of(&server, &["deployment", "nginx"]);
+        let d = server.get_json(&["deployment", "nginx"]);
         d["status"]["updatedReplicas"] == 3 && d["status"]["replicas"] == 3
     });
 
@@ -158,10 +132,10 @@ fn deployment_controller_creates_and_rolls_replica_sets() {
 
     // Settled: the controller does not keep rewriting the Deployment.
     std::thread::sleep(std::time::Duration::from_secs(2));
-    let rv = json_of(&server, &["deployment", "nginx"])["metadata"]["resourceVersion"].clone();
+    let rv = server.get_json(&["deployment", "nginx"])["metadata"]["resourceVersion"].clone();
     std::thread::sleep(std::time::Duration::from_secs(2));
     assert_eq!(
-        json_of(&server, &["deployment", "nginx"])["metadata"]["resourceVersion"],
+        server.get_json(&["deployment", "nginx"])["metadata"]["resourceVersion"],
         rv
     );
 
@@ -200,7 +174,7 @@ fn garbage_collector_cascades_in_all_three_modes() {
     let server = RkubeServer::start();
     server.wait_for_object(&["get", "serviceaccount", "default"]);
     let count = |what: &str, label: &str| {
-        json_of(&server, &[what, "-l", label])["items"]
+        server.get_json(&[what, "-l", label])["items"]
             .as_array()
             .map_or(0, |i| {
                 i.iter()
@@ -267,7 +241,7 @@ fn garbage_collector_cascades_in_all_three_modes() {
             .status
             .success()
     });
-    let rs = &json_of(&server, &["rs", "-l", "app=orph"])["items"][0];
+    let rs = &server.get_json(&["rs", "-l", "app=orph"])["items"][0];
     assert!(
         rs["metadata"]["ownerReferences"]
             .as_array()
@@ -293,8 +267,7 @@ fn quota_refusals_become_failed_create_events_and_a_replica_failure() {
             "template": {"metadata": {"labels": {"app": "web"}},
                 "spec": {"containers": [{"name": "web", "image": "registry.local/web:1"}]}}},
     });
-    let o = server.kubectl_stdin(Some("1.33"), &["apply", "-f", "-"], &rs.to_string());
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    server.apply_json(&rs);
     eventually("FailedCreate", || {
         let d = server.kubectl_ok(Some("1.33"), &["describe", "rs", "web", "-n", "tight"]);
         d.contains("FailedCreate") && d.contains("exceeded quota: two")
@@ -330,8 +303,7 @@ fn a_rollout_that_cannot_progress_exceeds_its_deadline() {
             "template": {"metadata": {"labels": {"app": "stuck"}},
                 "spec": {"containers": [{"name": "c", "image": "registry.local/web:1"}]}}},
     });
-    let o = server.kubectl_stdin(Some("1.33"), &["apply", "-f", "-"], &d.to_string());
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    server.apply_json(&d);
     eventually("ProgressDeadlineExceeded", || {
         server.kubectl_ok(
             Some("1.33"),

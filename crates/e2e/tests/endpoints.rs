@@ -8,40 +8,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
-use testkit::{RkubeServer, SimNodes};
+use testkit::{RkubeServer, SimNodes, wait_for};
 
 const V: Option<&str> = Some("1.33");
-
-fn get_json(server: &RkubeServer, args: &[&str]) -> Option<Value> {
-    let mut a = vec!["get"];
-    a.extend_from_slice(args);
-    a.extend_from_slice(&["-o", "json"]);
-    let out = server.kubectl_v(V, &a);
-    if !out.status.success() {
-        return None;
-    }
-    serde_json::from_slice(&out.stdout).ok()
-}
-
-/// Polls `f` until it returns `Some`, for up to `secs` seconds.
-fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-fn apply(server: &RkubeServer, obj: &Value) {
-    let o = server.kubectl_stdin(V, &["apply", "-f", "-"], &obj.to_string());
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-}
 
 /// The ready addresses of an Endpoints object and their ports (as `ip:port`).
 fn ready_addresses(ep: &Value) -> Vec<(Value, Vec<i64>)> {
@@ -71,7 +43,8 @@ fn not_ready_count(ep: &Value) -> usize {
 
 fn slices_of(server: &RkubeServer, svc: &str) -> Vec<Value> {
     let sel = format!("kubernetes.io/service-name={svc}");
-    get_json(server, &["endpointslices", "-l", &sel])
+    server
+        .try_get_json(&["endpointslices", "-l", &sel])
         .and_then(|l| l["items"].as_array().cloned())
         .unwrap_or_default()
 }
@@ -89,7 +62,7 @@ fn endpoints_and_slices_follow_services_and_pods() {
     server.wait_for_object(&["get", "serviceaccount", "default"]);
     let sim = SimNodes::start(&server, "ep", &["--count", "3"]);
     let nodes: Vec<String> = wait_for("3 Ready nodes", 30, || {
-        let list = get_json(&server, &["nodes"])?;
+        let list = server.try_get_json(&["nodes"])?;
         let names: Vec<String> = list["items"]
             .as_array()?
             .iter()
@@ -141,10 +114,10 @@ fn endpoints_and_slices_follow_services_and_pods() {
 
     // Endpoints: the three ready pods on port 80, with their pods and nodes.
     let ep = wait_for("3 ready addresses in endpoints/web", 40, || {
-        let ep = get_json(&server, &["endpoints", "web"])?;
+        let ep = server.try_get_json(&["endpoints", "web"])?;
         (ready_addresses(&ep).len() == 3).then_some(ep)
     });
-    let pods = get_json(&server, &["pods", "-l", "app=web"]).unwrap();
+    let pods = server.get_json(&["pods", "-l", "app=web"]);
     let pod_ips: Vec<&str> = pods["items"]
         .as_array()
         .unwrap()
@@ -173,7 +146,7 @@ fn endpoints_and_slices_follow_services_and_pods() {
     });
     assert_eq!(slices.len(), 1, "{slices:?}");
     let slice = &slices[0];
-    let svc = get_json(&server, &["service", "web"]).unwrap();
+    let svc = server.get_json(&["service", "web"]);
     assert!(
         slice["metadata"]["name"]
             .as_str()
@@ -220,7 +193,7 @@ fn endpoints_and_slices_follow_services_and_pods() {
     // slice keeps them, terminating, until they are gone).
     server.kubectl_ok(V, &["scale", "deployment", "web", "--replicas=1"]);
     wait_for("endpoints/web down to 1", 30, || {
-        let ep = get_json(&server, &["endpoints", "web"])?;
+        let ep = server.try_get_json(&["endpoints", "web"])?;
         (ready_addresses(&ep).len() == 1 && not_ready_count(&ep) == 0).then_some(())
     });
     let slices = wait_for("slices down to 1 endpoint", 30, || {
@@ -248,7 +221,7 @@ fn endpoints_and_slices_follow_services_and_pods() {
         ],
     );
     wait_for("endpoints/web restored", 20, || {
-        let ep = get_json(&server, &["endpoints", "web"])?;
+        let ep = server.try_get_json(&["endpoints", "web"])?;
         (ready_addresses(&ep).len() == 1).then_some(())
     });
     server.kubectl_ok(V, &["delete", "endpointslice", &slice_name]);
@@ -267,27 +240,24 @@ fn endpoints_and_slices_follow_services_and_pods() {
             "spec": {"containers": [{"name": "c", "image": "registry.local/web:1",
                 "ports": ports}]}})
     };
-    apply(
-        &server,
-        &pod("named-a", json!([{"name": "http", "containerPort": 8081}])),
-    );
-    apply(
-        &server,
-        &pod("named-b", json!([{"name": "http", "containerPort": 8082}])),
-    );
-    apply(
-        &server,
-        &pod("named-c", json!([{"name": "other", "containerPort": 9000}])),
-    );
-    apply(
-        &server,
-        &json!({"apiVersion": "v1", "kind": "Service",
+    server.apply_json(&pod(
+        "named-a",
+        json!([{"name": "http", "containerPort": 8081}]),
+    ));
+    server.apply_json(&pod(
+        "named-b",
+        json!([{"name": "http", "containerPort": 8082}]),
+    ));
+    server.apply_json(&pod(
+        "named-c",
+        json!([{"name": "other", "containerPort": 9000}]),
+    ));
+    server.apply_json(&json!({"apiVersion": "v1", "kind": "Service",
             "metadata": {"name": "named", "namespace": "default"},
             "spec": {"selector": {"app": "named"},
-                "ports": [{"name": "web", "port": 80, "targetPort": "http"}]}}),
-    );
+                "ports": [{"name": "web", "port": 80, "targetPort": "http"}]}}));
     let ep = wait_for("endpoints/named with 2 ports", 40, || {
-        let ep = get_json(&server, &["endpoints", "named"])?;
+        let ep = server.try_get_json(&["endpoints", "named"])?;
         (ready_addresses(&ep).len() == 2).then_some(ep)
     });
     let mut ports: Vec<i64> = ready_addresses(&ep)
@@ -306,20 +276,14 @@ fn endpoints_and_slices_follow_services_and_pods() {
     assert!(slices.iter().any(|s| s["ports"] == json!([])), "{slices:?}");
 
     // A Service without selector is left alone (its Endpoints are the user's).
-    apply(
-        &server,
-        &json!({"apiVersion": "v1", "kind": "Service",
+    server.apply_json(&json!({"apiVersion": "v1", "kind": "Service",
             "metadata": {"name": "manual", "namespace": "default"},
-            "spec": {"ports": [{"port": 80}]}}),
-    );
-    apply(
-        &server,
-        &json!({"apiVersion": "v1", "kind": "Endpoints",
+            "spec": {"ports": [{"port": 80}]}}));
+    server.apply_json(&json!({"apiVersion": "v1", "kind": "Endpoints",
             "metadata": {"name": "manual", "namespace": "default"},
-            "subsets": [{"addresses": [{"ip": "192.0.2.10"}], "ports": [{"port": 80}]}]}),
-    );
+            "subsets": [{"addresses": [{"ip": "192.0.2.10"}], "ports": [{"port": 80}]}]}));
     std::thread::sleep(Duration::from_secs(3));
-    let ep = get_json(&server, &["endpoints", "manual"]).unwrap();
+    let ep = server.get_json(&["endpoints", "manual"]);
     assert_eq!(ep["subsets"][0]["addresses"][0]["ip"], "192.0.2.10", "{ep}");
     assert!(
         ep["metadata"]["annotations"]["endpoints.kubernetes.io/last-change-trigger-time"].is_null(),
@@ -334,7 +298,8 @@ fn endpoints_and_slices_follow_services_and_pods() {
     // the garbage collector (they are owned by the Service).
     server.kubectl_ok(V, &["delete", "service", "web"]);
     wait_for("endpoints/web deleted", 20, || {
-        get_json(&server, &["endpoints", "web"])
+        server
+            .try_get_json(&["endpoints", "web"])
             .is_none()
             .then_some(())
     });

@@ -31,11 +31,6 @@ fn kubectl(server: &RkubeServer, args: &[&str]) -> String {
     server.kubectl_ok(Some("1.33"), args)
 }
 
-fn apply(server: &RkubeServer, obj: &Value) {
-    let o = server.kubectl_stdin(Some("1.33"), &["create", "-f", "-"], &obj.to_string());
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-}
-
 fn uid(server: &RkubeServer, what: &[&str]) -> String {
     let mut args = vec!["get"];
     args.extend_from_slice(what);
@@ -68,26 +63,17 @@ fn garbage_collector_covers_every_resource() {
     server.wait_for_object(&["get", "widgets"]);
 
     // A custom resource owning a config map and a secret: both go with it.
-    apply(
-        &server,
-        &json!({"apiVersion": "example.com/v1", "kind": "Widget",
-            "metadata": {"name": "w1", "namespace": "default"}}),
-    );
+    server.create_json(&json!({"apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w1", "namespace": "default"}}));
     let w1 = uid(&server, &["widget", "w1"]);
-    apply(
-        &server,
-        &owned_config_map(
-            "of-w1",
-            json!([owner_ref("example.com/v1", "Widget", "w1", &w1, false)]),
-        ),
-    );
-    apply(
-        &server,
-        &json!({"apiVersion": "v1", "kind": "Secret",
+    server.create_json(&owned_config_map(
+        "of-w1",
+        json!([owner_ref("example.com/v1", "Widget", "w1", &w1, false)]),
+    ));
+    server.create_json(&json!({"apiVersion": "v1", "kind": "Secret",
             "metadata": {"name": "of-w1", "namespace": "default",
                 "ownerReferences": [owner_ref("example.com/v1", "Widget", "w1", &w1, true)]},
-            "stringData": {"k": "v"}}),
-    );
+            "stringData": {"k": "v"}}));
     kubectl(&server, &["delete", "widget", "w1"]);
     eventually(
         "dependents of a deleted custom resource are collected",
@@ -95,19 +81,13 @@ fn garbage_collector_covers_every_resource() {
     );
 
     // Foreground: the owner waits for its blocking dependent, then goes.
-    apply(
-        &server,
-        &json!({"apiVersion": "example.com/v1", "kind": "Widget",
-            "metadata": {"name": "w2", "namespace": "default"}}),
-    );
+    server.create_json(&json!({"apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w2", "namespace": "default"}}));
     let w2 = uid(&server, &["widget", "w2"]);
-    apply(
-        &server,
-        &owned_config_map(
-            "of-w2",
-            json!([owner_ref("example.com/v1", "Widget", "w2", &w2, true)]),
-        ),
-    );
+    server.create_json(&owned_config_map(
+        "of-w2",
+        json!([owner_ref("example.com/v1", "Widget", "w2", &w2, true)]),
+    ));
     kubectl(
         &server,
         &[
@@ -123,19 +103,13 @@ fn garbage_collector_covers_every_resource() {
     });
 
     // Orphan: the dependent stays, without the reference.
-    apply(
-        &server,
-        &json!({"apiVersion": "example.com/v1", "kind": "Widget",
-            "metadata": {"name": "w3", "namespace": "default"}}),
-    );
+    server.create_json(&json!({"apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w3", "namespace": "default"}}));
     let w3 = uid(&server, &["widget", "w3"]);
-    apply(
-        &server,
-        &owned_config_map(
-            "of-w3",
-            json!([owner_ref("example.com/v1", "Widget", "w3", &w3, true)]),
-        ),
-    );
+    server.create_json(&owned_config_map(
+        "of-w3",
+        json!([owner_ref("example.com/v1", "Widget", "w3", &w3, true)]),
+    ));
     kubectl(&server, &["delete", "widget", "w3", "--cascade=orphan"]);
     eventually("orphaned dependent released", || {
         !exists(&server, &["widget", "w3"])
@@ -157,26 +131,20 @@ fn garbage_collector_covers_every_resource() {
     let svc = json!({"apiVersion": "v1", "kind": "Service",
         "metadata": {"name": "keeper", "namespace": "default"},
         "spec": {"ports": [{"port": 80}]}});
-    apply(&server, &svc);
+    server.create_json(&svc);
     let keeper = uid(&server, &["service", "keeper"]);
     let ghost = "00000000-0000-0000-0000-00000000dead";
-    apply(
-        &server,
-        &owned_config_map(
-            "dangling",
-            json!([owner_ref("apps/v1", "Deployment", "ghost", ghost, false)]),
-        ),
-    );
-    apply(
-        &server,
-        &owned_config_map(
-            "half-dangling",
-            json!([
-                owner_ref("v1", "Service", "keeper", &keeper, false),
-                owner_ref("apps/v1", "Deployment", "ghost", ghost, false)
-            ]),
-        ),
-    );
+    server.create_json(&owned_config_map(
+        "dangling",
+        json!([owner_ref("apps/v1", "Deployment", "ghost", ghost, false)]),
+    ));
+    server.create_json(&owned_config_map(
+        "half-dangling",
+        json!([
+            owner_ref("v1", "Service", "keeper", &keeper, false),
+            owner_ref("apps/v1", "Deployment", "ghost", ghost, false)
+        ]),
+    ));
     eventually(
         "an object whose only owner never existed is collected",
         || !exists(&server, &["configmap", "dangling"]),

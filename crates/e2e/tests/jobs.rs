@@ -17,37 +17,9 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use testkit::{RkubeServer, SimNodes};
+use testkit::{RkubeServer, SimNodes, wait_until};
 
 const V: Option<&str> = Some("1.33");
-
-fn json_of(server: &RkubeServer, args: &[&str]) -> Value {
-    let mut a = vec!["get"];
-    a.extend_from_slice(args);
-    a.extend_from_slice(&["-o", "json"]);
-    serde_json::from_str(&server.kubectl_ok(V, &a)).unwrap()
-}
-
-fn items(server: &RkubeServer, args: &[&str]) -> Vec<Value> {
-    json_of(server, args)["items"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-}
-
-/// Waits up to `secs` for `f`.
-fn wait(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-fn create(server: &RkubeServer, obj: &Value) {
-    let o = server.kubectl_stdin(V, &["create", "-f", "-"], &obj.to_string());
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-}
 
 fn start() -> (RkubeServer, SimNodes) {
     let server = RkubeServer::start();
@@ -58,7 +30,8 @@ fn start() -> (RkubeServer, SimNodes) {
 
 /// The running (not deleted, not finished) pods of a Job.
 fn running(server: &RkubeServer, job: &str) -> Vec<Value> {
-    items(server, &["pods", "-l", &format!("job-name={job}")])
+    server
+        .get_items(&["pods", "-l", &format!("job-name={job}")])
         .into_iter()
         .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
         .filter(|p| p["status"]["phase"] == "Running")
@@ -99,52 +72,11 @@ fn finish(server: &RkubeServer, pod: &Value, exit_code: i64) {
     );
 }
 
-/// Days since 1970-01-01 of a civil date (Howard Hinnant's `days_from_civil`).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// Seconds since the epoch of `YYYY-MM-DDTHH:MM:SSZ`.
-fn epoch_seconds(stamp: &str) -> i64 {
-    let n = |r: std::ops::Range<usize>| stamp[r].parse::<i64>().unwrap();
-    assert!(stamp.ends_with('Z'), "{stamp}");
-    days_from_civil(n(0..4), n(5..7), n(8..10)) * 86_400
-        + n(11..13) * 3600
-        + n(14..16) * 60
-        + n(17..19)
-}
-
+/// Now, as `YYYY-MM-DDTHH:MM:SSZ`.
 fn rfc3339_now() -> String {
-    let secs = i64::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs(),
-    )
-    .unwrap();
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // civil_from_days
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
 }
 
 fn no_finalizers(pod: &Value) -> bool {
@@ -162,23 +94,21 @@ fn condition(obj: &Value, type_: &str) -> Option<Value> {
 }
 
 fn events(server: &RkubeServer, name: &str) -> Vec<String> {
-    items(
-        server,
-        &[
+    server
+        .get_items(&[
             "events",
             "--field-selector",
             &format!("involvedObject.name={name}"),
-        ],
-    )
-    .iter()
-    .map(|e| {
-        format!(
-            "{} {}",
-            e["reason"].as_str().unwrap_or(""),
-            e["message"].as_str().unwrap_or("")
-        )
-    })
-    .collect()
+        ])
+        .iter()
+        .map(|e| {
+            format!(
+                "{} {}",
+                e["reason"].as_str().unwrap_or(""),
+                e["message"].as_str().unwrap_or("")
+            )
+        })
+        .collect()
 }
 
 #[test]
@@ -199,10 +129,10 @@ fn jobs_run_pods_to_completion() {
             "exit 0",
         ],
     );
-    let job = json_of(&server, &["job", "pi"]);
+    let job = server.get_json(&["job", "pi"]);
     let uid = job["metadata"]["uid"].as_str().unwrap().to_string();
     let mut pods = Vec::new();
-    wait("the pod of job pi running", 30, || {
+    wait_until("the pod of job pi running", 30, || {
         pods = running(&server, "pi");
         pods.len() == 1
     });
@@ -228,8 +158,8 @@ fn jobs_run_pods_to_completion() {
         pod["spec"]["containers"][0]["command"],
         json!(["sh", "-c", "exit 0"])
     );
-    wait("job pi active", 10, || {
-        json_of(&server, &["job", "pi"])["status"]["active"] == 1
+    wait_until("job pi active", 10, || {
+        server.get_json(&["job", "pi"])["status"]["active"] == 1
     });
 
     finish(&server, pod, 0);
@@ -242,7 +172,7 @@ fn jobs_run_pods_to_completion() {
             "--timeout=30s",
         ],
     );
-    let job = json_of(&server, &["job", "pi"]);
+    let job = server.get_json(&["job", "pi"]);
     assert_eq!(job["status"]["succeeded"], 1, "{job}");
     assert_eq!(job["status"]["active"], 0, "{job}");
     assert!(!job["status"]["completionTime"].is_null(), "{job}");
@@ -253,8 +183,9 @@ fn jobs_run_pods_to_completion() {
         condition(&job, "Complete").unwrap()["reason"],
         "CompletionsReached"
     );
-    wait("the finalizer of pi's pod removed", 10, || {
-        items(&server, &["pods", "-l", "job-name=pi"])
+    wait_until("the finalizer of pi's pod removed", 10, || {
+        server
+            .get_items(&["pods", "-l", "job-name=pi"])
             .iter()
             .all(no_finalizers)
     });
@@ -269,8 +200,7 @@ fn jobs_run_pods_to_completion() {
     assert!(ev.iter().any(|e| e == "Completed Job completed"), "{ev:?}");
 
     // completions=3, parallelism=2: two pods at a time until three succeeded.
-    create(
-        &server,
+    server.create_json(
         &json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "three"},
             "spec": {"completions": 3, "parallelism": 2, "template": {"spec": {
                 "restartPolicy": "Never",
@@ -279,20 +209,20 @@ fn jobs_run_pods_to_completion() {
     let mut done = 0;
     while done < 3 {
         let mut pods = Vec::new();
-        wait("pods of job three", 30, || {
+        wait_until("pods of job three", 30, || {
             pods = running(&server, "three");
             !pods.is_empty()
         });
         assert!(pods.len() <= 2, "{pods:?}");
         if done == 0 {
-            wait("two pods of job three", 20, || {
+            wait_until("two pods of job three", 20, || {
                 running(&server, "three").len() == 2
             });
         }
         finish(&server, &pods[0], 0);
         done += 1;
-        wait("job three counts the success", 20, || {
-            json_of(&server, &["job", "three"])["status"]["succeeded"] == done
+        wait_until("job three counts the success", 20, || {
+            server.get_json(&["job", "three"])["status"]["succeeded"] == done
         });
     }
     server.kubectl_ok(
@@ -304,26 +234,27 @@ fn jobs_run_pods_to_completion() {
             "--timeout=30s",
         ],
     );
-    let pods = items(&server, &["pods", "-l", "job-name=three"]);
+    let pods = server.get_items(&["pods", "-l", "job-name=three"]);
     assert_eq!(pods.len(), 3, "{pods:?}");
     assert!(pods.iter().all(no_finalizers), "{pods:?}");
 
     // Deleting the Job deletes its pods (owner references, garbage collector).
     server.kubectl_ok(V, &["delete", "job", "three"]);
-    wait("the pods of job three deleted", 30, || {
-        items(&server, &["pods", "-l", "job-name=three"]).is_empty()
+    wait_until("the pods of job three deleted", 30, || {
+        server
+            .get_items(&["pods", "-l", "job-name=three"])
+            .is_empty()
     });
 
     // ttlSecondsAfterFinished: 2 — deleted (in the foreground) after completing.
-    create(
-        &server,
+    server.create_json(
         &json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "brief"},
             "spec": {"ttlSecondsAfterFinished": 2, "template": {"spec": {
                 "restartPolicy": "Never",
                 "containers": [{"name": "c", "image": "registry.local/busybox:1"}]}}}}),
     );
     let mut pods = Vec::new();
-    wait("the pod of job brief", 30, || {
+    wait_until("the pod of job brief", 30, || {
         pods = running(&server, "brief");
         pods.len() == 1
     });
@@ -337,7 +268,7 @@ fn jobs_run_pods_to_completion() {
             "--timeout=30s",
         ],
     );
-    wait("job brief deleted by its TTL", 30, || {
+    wait_until("job brief deleted by its TTL", 30, || {
         let o = server.kubectl(&["get", "job", "brief", "-o", "json"]);
         !o.status.success()
             || !serde_json::from_slice::<Value>(&o.stdout).unwrap()["metadata"]["deletionTimestamp"]
@@ -352,24 +283,23 @@ fn failing_and_indexed_jobs() {
 
     // backoffLimit 1: the first failure is replaced after the 10 s back-off, the second
     // fails the Job.
-    create(
-        &server,
+    server.create_json(
         &json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "flaky"},
             "spec": {"backoffLimit": 1, "template": {"spec": {"restartPolicy": "Never",
                 "containers": [{"name": "c", "image": "registry.local/busybox:1"}]}}}}),
     );
     let mut pods = Vec::new();
-    wait("the first pod of flaky", 30, || {
+    wait_until("the first pod of flaky", 30, || {
         pods = running(&server, "flaky");
         pods.len() == 1
     });
     let first = pods[0]["metadata"]["name"].as_str().unwrap().to_string();
     finish(&server, &pods[0], 1);
     let failed_at = Instant::now();
-    wait("job flaky counts the failure", 20, || {
-        json_of(&server, &["job", "flaky"])["status"]["failed"] == 1
+    wait_until("job flaky counts the failure", 20, || {
+        server.get_json(&["job", "flaky"])["status"]["failed"] == 1
     });
-    wait("the replacement pod of flaky", 40, || {
+    wait_until("the replacement pod of flaky", 40, || {
         pods = running(&server, "flaky");
         pods.len() == 1 && pods[0]["metadata"]["name"] != first.as_str()
     });
@@ -388,7 +318,7 @@ fn failing_and_indexed_jobs() {
             "--timeout=30s",
         ],
     );
-    let job = json_of(&server, &["job", "flaky"]);
+    let job = server.get_json(&["job", "flaky"]);
     assert_eq!(job["status"]["failed"], 2, "{job}");
     let f = condition(&job, "Failed").unwrap();
     assert_eq!(f["reason"], "BackoffLimitExceeded");
@@ -402,15 +332,14 @@ fn failing_and_indexed_jobs() {
     );
 
     // Indexed: each pod carries its index.
-    create(
-        &server,
+    server.create_json(
         &json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "idx"},
             "spec": {"completions": 3, "parallelism": 3, "completionMode": "Indexed",
                 "template": {"spec": {"restartPolicy": "Never",
                 "containers": [{"name": "c", "image": "registry.local/busybox:1"}]}}}}),
     );
     let mut pods = Vec::new();
-    wait("three pods of idx", 30, || {
+    wait_until("three pods of idx", 30, || {
         pods = running(&server, "idx");
         pods.len() == 3
     });
@@ -448,8 +377,8 @@ fn failing_and_indexed_jobs() {
         .find(|p| p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] == "1")
         .unwrap();
     finish(&server, one, 0);
-    wait("index 1 completed", 20, || {
-        json_of(&server, &["job", "idx"])["status"]["completedIndexes"] == "1"
+    wait_until("index 1 completed", 20, || {
+        server.get_json(&["job", "idx"])["status"]["completedIndexes"] == "1"
     });
     for p in running(&server, "idx") {
         finish(&server, &p, 0);
@@ -463,7 +392,7 @@ fn failing_and_indexed_jobs() {
             "--timeout=30s",
         ],
     );
-    let job = json_of(&server, &["job", "idx"]);
+    let job = server.get_json(&["job", "idx"]);
     assert_eq!(job["status"]["completedIndexes"], "0-2", "{job}");
     assert_eq!(job["status"]["succeeded"], 3, "{job}");
     drop(sim);
@@ -483,41 +412,39 @@ fn cronjobs_create_jobs_on_schedule() {
             "--schedule=*/1 * * * *",
         ],
     );
-    let cj = json_of(&server, &["cronjob", "tick"]);
+    let cj = server.get_json(&["cronjob", "tick"]);
     assert_eq!(cj["spec"]["schedule"], "*/1 * * * *");
     assert_eq!(cj["spec"]["concurrencyPolicy"], "Allow");
     assert_eq!(cj["spec"]["successfulJobsHistoryLimit"], 3);
     assert_eq!(cj["spec"]["failedJobsHistoryLimit"], 1);
     server.kubectl_ok(V, &["create", "job", "manual", "--from=cronjob/tick"]);
-    let job = json_of(&server, &["job", "manual"]);
+    let job = server.get_json(&["job", "manual"]);
     assert_eq!(
         job["metadata"]["annotations"]["cronjob.kubernetes.io/instantiate"],
         "manual"
     );
     assert_eq!(job["metadata"]["ownerReferences"][0]["kind"], "CronJob");
     assert_eq!(job["metadata"]["ownerReferences"][0]["name"], "tick");
-    wait("the pod of job manual", 30, || {
+    wait_until("the pod of job manual", 30, || {
         running(&server, "manual").len() == 1
     });
     // A Job of the CronJob it did not create: UnexpectedJob.
-    wait("UnexpectedJob", 20, || {
+    wait_until("UnexpectedJob", 20, || {
         events(&server, "tick").iter().any(|e| {
             e == "UnexpectedJob Saw a job that the controller did not create or forgot: manual"
         })
     });
 
     // @every 5s: a Job comes within seconds, named by its schedule time in minutes.
-    create(
-        &server,
-        &json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "every"},
+    server.create_json(&json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "every"},
             "spec": {"schedule": "@every 5s", "concurrencyPolicy": "Forbid",
                 "jobTemplate": {"metadata": {"labels": {"app": "every"}}, "spec": {"template": {"spec": {
                     "restartPolicy": "Never",
                     "containers": [{"name": "c", "image": "registry.local/busybox:1"}]}}}}}}),
     );
     let mut jobs = Vec::new();
-    wait("a job of cronjob every", 20, || {
-        jobs = items(&server, &["jobs", "-l", "app=every"]);
+    wait_until("a job of cronjob every", 20, || {
+        jobs = server.get_items(&["jobs", "-l", "app=every"]);
         !jobs.is_empty()
     });
     let job = &jobs[0];
@@ -528,28 +455,31 @@ fn cronjobs_create_jobs_on_schedule() {
         .to_string();
     assert_eq!(
         jname,
-        format!("every-{}", epoch_seconds(&stamp) / 60),
+        format!(
+            "every-{}",
+            stamp.parse::<jiff::Timestamp>().unwrap().as_second() / 60
+        ),
         "{stamp}"
     );
     assert_eq!(job["metadata"]["ownerReferences"][0]["kind"], "CronJob");
     assert_eq!(job["metadata"]["ownerReferences"][0]["controller"], true);
-    wait("the job in the cronjob's active list", 10, || {
-        let cj = json_of(&server, &["cronjob", "every"]);
+    wait_until("the job in the cronjob's active list", 10, || {
+        let cj = server.get_json(&["cronjob", "every"]);
         cj["status"]["active"][0]["name"] == jname.as_str()
             && !cj["status"]["lastScheduleTime"].is_null()
     });
     // Forbid: no second Job while the first runs (a later time in the same minute has
     // the same name, already active: skipped silently, as upstream).
     std::thread::sleep(Duration::from_secs(6));
-    assert_eq!(items(&server, &["jobs", "-l", "app=every"]).len(), 1);
+    assert_eq!(server.get_items(&["jobs", "-l", "app=every"]).len(), 1);
     let mut pods = Vec::new();
-    wait("the pod of the scheduled job", 30, || {
+    wait_until("the pod of the scheduled job", 30, || {
         pods = running(&server, &jname);
         pods.len() == 1
     });
     finish(&server, &pods[0], 0);
-    wait("the cronjob saw its job complete", 30, || {
-        let cj = json_of(&server, &["cronjob", "every"]);
+    wait_until("the cronjob saw its job complete", 30, || {
+        let cj = server.get_json(&["cronjob", "every"]);
         !cj["status"]["lastSuccessfulTime"].is_null()
     });
     let ev = events(&server, "every");

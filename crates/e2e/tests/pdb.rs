@@ -3,7 +3,10 @@
 //! `rkube server` and simulated nodes: a new namespace gets its `default` account and
 //! `kube-root-ca.crt` bundle back whatever happens to them; `kubectl describe quota`
 //! follows pods created, finished and deleted; `kubectl get pdb` shows the disruptions a
-//! Deployment's budget allows, and evictions beyond it are refused.
+//! Deployment's budget allows. The API server's `pods/eviction` spends those budgets:
+//! `kubectl drain` evicts what the budget allows and times out on what it does not,
+//! concurrent evictions never take more than the budget, and the eviction's errors,
+//! dry runs and `DisruptionTarget` condition are upstream's.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -363,8 +366,8 @@ fn pdb_status_follows_a_deployment() {
         (Some(3), Some(1))
     );
 
-    // Raising minAvailable to every pod: no disruption allowed, a new generation observed,
-    // and the API server refuses an eviction.
+    // Raising minAvailable to every pod: no disruption allowed, a new generation observed.
+    // An eviction is refused: the pod has two budgets, which upstream does not support.
     k(
         &server,
         &[
@@ -405,8 +408,9 @@ fn pdb_status_follows_a_deployment() {
     );
     assert!(!o.status.success());
     assert!(
-        String::from_utf8_lossy(&o.stderr)
-            .contains("Cannot evict pod as it would violate the pod's disruption budget"),
+        String::from_utf8_lossy(&o.stderr).contains(
+            "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
+        ),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
@@ -439,4 +443,399 @@ fn pdb_status_follows_a_deployment() {
             st["expectedPods"] == 2 && st["desiredHealthy"] == 1 && st["disruptionsAllowed"] == 1
         },
     );
+}
+
+/// The live (not being deleted) pods `selector` picks: (name, node).
+fn live_pods(server: &RkubeServer, selector: &str) -> Vec<(String, String)> {
+    get_json(server, &["pods", "-l", selector])["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+        .map(|p| {
+            (
+                p["metadata"]["name"].as_str().unwrap().to_string(),
+                p["spec"]["nodeName"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+fn running_and_ready(pod: &Value) -> bool {
+    pod["status"]["phase"] == "Running"
+        && pod["status"]["conditions"].as_array().is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        })
+}
+
+fn eviction(pod: &str) -> Value {
+    json!({"apiVersion": "policy/v1", "kind": "Eviction",
+        "metadata": {"name": pod, "namespace": "default"}})
+}
+
+/// `kubectl create --raw <pod's eviction URL><query> -f -` of `body`.
+fn evict(server: &RkubeServer, pod: &str, query: &str, body: &Value) -> std::process::Output {
+    let path = format!("/api/v1/namespaces/default/pods/{pod}/eviction{query}");
+    server.kubectl_stdin(
+        Some("1.33"),
+        &["create", "--raw", &path, "-f", "-"],
+        &body.to_string(),
+    )
+}
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// kubectl's stdout and stderr together.
+fn both(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn drain_evicts_what_the_budget_allows() {
+    let server = RkubeServer::start();
+    let _sim = SimNodes::start(&server, "drain", &["--count", "3"]);
+    k(
+        &server,
+        &[
+            "create",
+            "deployment",
+            "web",
+            "--image=registry.local/web:1",
+            "--replicas=3",
+        ],
+    );
+    k(
+        &server,
+        &["rollout", "status", "deployment/web", "--timeout=60s"],
+    );
+    k(
+        &server,
+        &[
+            "create",
+            "pdb",
+            "web",
+            "--selector=app=web",
+            "--min-available=2",
+        ],
+    );
+    eventually("one disruption allowed", || {
+        pdb_row(&server, "web")[3] == "1"
+    });
+
+    // Drain the node with the fewest pods (one each, when the scheduler spread them).
+    let placed = live_pods(&server, "app=web");
+    assert_eq!(placed.len(), 3, "{placed:?}");
+    let load = |n: &str| placed.iter().filter(|(_, node)| node == n).count();
+    let (victim, node) = placed.iter().min_by_key(|(_, n)| load(n)).cloned().unwrap();
+    let o = server.kubectl_v(
+        Some("1.33"),
+        &[
+            "drain",
+            &node,
+            "--ignore-daemonsets",
+            "--delete-emptydir-data",
+            "--timeout=30s",
+        ],
+    );
+    let out = both(&o);
+    assert!(o.status.success(), "{out}\n{}", server.log_tail());
+    assert!(out.contains(&format!("node/{node} cordoned")), "{out}");
+    assert!(out.contains(&format!("pod/{victim} evicted")), "{out}");
+    assert!(out.contains(&format!("node/{node} drained")), "{out}");
+    let n = get_json(&server, &["node", &node]);
+    assert_eq!(n["spec"]["unschedulable"], true);
+
+    // The ReplicaSet replaces the evicted pod on another node.
+    eventually("three ready pods off the drained node", || {
+        let pods = get_json(&server, &["pods", "-l", "app=web"])["items"]
+            .as_array()
+            .unwrap()
+            .clone();
+        pods.len() == 3
+            && pods.iter().all(|p| {
+                running_and_ready(p)
+                    && p["metadata"]["deletionTimestamp"].is_null()
+                    && p["spec"]["nodeName"] != node.as_str()
+            })
+    });
+    eventually("the budget to recover", || {
+        let st = get_json(&server, &["pdb", "web"])["status"].clone();
+        st["currentHealthy"] == 3 && st["disruptionsAllowed"] == 1
+    });
+
+    // With every pod required, the next drain cannot evict anything and times out.
+    k(
+        &server,
+        &[
+            "patch",
+            "pdb",
+            "web",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"minAvailable":3}}"#,
+        ],
+    );
+    eventually("no disruption allowed", || {
+        let st = get_json(&server, &["pdb", "web"])["status"].clone();
+        st["observedGeneration"] == 2 && st["disruptionsAllowed"] == 0
+    });
+    let before = live_pods(&server, "app=web");
+    let (_, other) = before.iter().find(|(_, n)| *n != node).cloned().unwrap();
+    let o = server.kubectl_v(
+        Some("1.33"),
+        &[
+            "drain",
+            &other,
+            "--ignore-daemonsets",
+            "--delete-emptydir-data",
+            "--timeout=8s",
+        ],
+    );
+    let out = both(&o);
+    assert!(!o.status.success(), "{out}");
+    assert!(
+        out.contains("Cannot evict pod as it would violate the pod's disruption budget."),
+        "{out}"
+    );
+    assert!(out.contains("global timeout reached: 8s"), "{out}");
+    // Nothing was evicted.
+    let mut after = live_pods(&server, "app=web");
+    let mut before = before;
+    after.sort();
+    before.sort();
+    assert_eq!(after, before);
+}
+
+#[test]
+fn concurrent_evictions_never_overspend_a_budget() {
+    let server = RkubeServer::start();
+    let _sim = SimNodes::start(&server, "race", &["--count", "3"]);
+    let names = ["solo-a", "solo-b", "solo-c"];
+    for name in names {
+        create(
+            &server,
+            &json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "labels": {"app": "solo"}},
+                "spec": {"containers": [{"name": "web", "image": "registry.local/web:1"}]}}),
+        );
+    }
+    eventually("three running pods", || {
+        let pods = get_json(&server, &["pods", "-l", "app=solo"])["items"].clone();
+        pods.as_array()
+            .is_some_and(|ps| ps.len() == 3 && ps.iter().all(running_and_ready))
+    });
+    // Bare pods and a number: the budget expects the three pods found; one may go.
+    k(
+        &server,
+        &[
+            "create",
+            "pdb",
+            "solo",
+            "--selector=app=solo",
+            "--min-available=2",
+        ],
+    );
+    eventually("one disruption allowed", || {
+        let st = get_json(&server, &["pdb", "solo"])["status"].clone();
+        st["disruptionsAllowed"] == 1 && st["currentHealthy"] == 3
+    });
+
+    // Three evictions at once: exactly one takes the disruption.
+    let mut children = Vec::new();
+    for name in names {
+        let path = format!("/api/v1/namespaces/default/pods/{name}/eviction");
+        let mut child = server
+            .kubectl_cmd(Some("1.33"))
+            .args(["create", "--raw", &path, "-f", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(eviction(name).to_string().as_bytes())
+            .unwrap();
+        children.push((name, child));
+    }
+    let outcomes: Vec<(&str, std::process::Output)> = children
+        .into_iter()
+        .map(|(n, c)| (n, c.wait_with_output().unwrap()))
+        .collect();
+    let won: Vec<&str> = outcomes
+        .iter()
+        .filter(|(_, o)| o.status.success())
+        .map(|(n, _)| *n)
+        .collect();
+    assert_eq!(won.len(), 1, "{:?}", outcomes);
+    for (_, o) in outcomes.iter().filter(|(_, o)| !o.status.success()) {
+        let e = stderr(o);
+        assert!(
+            e.contains("Error from server (TooManyRequests): Cannot evict pod as it would violate the pod's disruption budget."),
+            "{e}"
+        );
+    }
+    // The evicted pod goes; the other two stay and the budget is spent.
+    eventually("the evicted pod to go", || {
+        let live: Vec<String> = live_pods(&server, "app=solo")
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        live.len() == 2 && !live.iter().any(|n| n == won[0])
+    });
+    eventually("no disruption left", || {
+        let st = get_json(&server, &["pdb", "solo"])["status"].clone();
+        st["disruptionsAllowed"] == 0 && st["currentHealthy"] == 2
+    });
+    // Another eviction is refused with the budget's numbers.
+    let survivor = names.iter().find(|n| **n != won[0]).unwrap();
+    let o = evict(&server, survivor, "", &eviction(survivor));
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("Cannot evict pod as it would violate the pod's disruption budget."),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn eviction_errors_dry_runs_and_the_disruption_target() {
+    // No nodes: the pods stay Pending, which evictions do not ask budgets about.
+    let server = RkubeServer::start();
+    let held = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "held", "labels": {"app": "held"},
+                     "finalizers": ["rkube.test/hold"]},
+        "spec": {"containers": [{"name": "web", "image": "registry.local/web:1"}]}});
+    create(&server, &held);
+    k(
+        &server,
+        &[
+            "create",
+            "pdb",
+            "held",
+            "--selector=app=held",
+            "--min-available=1",
+        ],
+    );
+
+    // Upstream's errors.
+    let o = evict(&server, "nope", "", &eviction("nope"));
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains(r#"Error from server (NotFound): pods "nope" not found"#),
+        "{}",
+        stderr(&o)
+    );
+    let o = evict(&server, "held", "", &eviction("other"));
+    assert!(
+        stderr(&o).contains(
+            "Error from server (BadRequest): name in URL does not match name in Eviction object"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    let o = evict(
+        &server,
+        "held",
+        "",
+        &json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": "held"}),
+    );
+    assert!(
+        stderr(&o).contains("Error from server (BadRequest)")
+            && stderr(&o).contains("cannot be handled as a Eviction"),
+        "{}",
+        stderr(&o)
+    );
+    let mut elsewhere = eviction("held");
+    elsewhere["metadata"]["namespace"] = json!("kube-system");
+    let o = evict(&server, "held", "", &elsewhere);
+    assert!(
+        stderr(&o).contains(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    // A stale resourceVersion precondition is a conflict at once (upstream retries
+    // conflicts for 10 s only when the client pinned no resourceVersion).
+    let mut stale = eviction("held");
+    stale["deleteOptions"] = json!({"preconditions": {"resourceVersion": "1"}});
+    let o = evict(&server, "held", "", &stale);
+    assert!(
+        stderr(&o).contains(r#"Error from server (Conflict): Operation cannot be fulfilled on Pod "held": the ResourceVersion in the precondition (1) does not match the ResourceVersion in record"#),
+        "{}",
+        stderr(&o)
+    );
+
+    // Dry runs (in the query or in deleteOptions) change nothing.
+    let mut dry = eviction("held");
+    dry["deleteOptions"] = json!({"dryRun": ["All"]});
+    for (query, body) in [("?dryRun=All", eviction("held")), ("", dry)] {
+        let o = evict(&server, "held", query, &body);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(String::from_utf8_lossy(&o.stdout).contains("Success"));
+        let pod = get_json(&server, &["pod", "held"]);
+        assert!(pod["metadata"]["deletionTimestamp"].is_null(), "{pod}");
+        assert!(
+            !pod["status"]["conditions"]
+                .as_array()
+                .is_some_and(|cs| cs.iter().any(|c| c["type"] == "DisruptionTarget")),
+            "{pod}"
+        );
+    }
+
+    // The eviction marks the pod as a disruption target, then deletes it (its finalizer
+    // holds it), without asking the budget of a Pending pod.
+    let o = evict(&server, "held", "", &eviction("held"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let pod = get_json(&server, &["pod", "held"]);
+    assert!(!pod["metadata"]["deletionTimestamp"].is_null(), "{pod}");
+    let cond = pod["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "DisruptionTarget")
+        .cloned()
+        .unwrap();
+    assert_eq!(cond["status"], "True");
+    assert_eq!(cond["reason"], "EvictionByEvictionAPI");
+    assert_eq!(cond["message"], "Eviction API: evicting");
+    // A pod already being deleted is evicted again without fuss.
+    let o = evict(&server, "held", "", &eviction("held"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let st = get_json(&server, &["pdb", "held"])["status"].clone();
+    assert!(
+        st["disruptedPods"]
+            .as_object()
+            .is_none_or(serde_json::Map::is_empty),
+        "{st}"
+    );
+
+    k(
+        &server,
+        &[
+            "patch",
+            "pod",
+            "held",
+            "--type=json",
+            "-p",
+            r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+        ],
+    );
+    eventually("the evicted pod to go", || {
+        !server
+            .kubectl_v(Some("1.33"), &["get", "pod", "held"])
+            .status
+            .success()
+    });
 }

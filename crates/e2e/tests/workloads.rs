@@ -13,37 +13,9 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use testkit::{RkubeServer, SimNodes};
+use testkit::{RkubeServer, SimNodes, wait_until};
 
 const V: Option<&str> = Some("1.33");
-
-fn json_of(server: &RkubeServer, args: &[&str]) -> Value {
-    let mut a = vec!["get"];
-    a.extend_from_slice(args);
-    a.extend_from_slice(&["-o", "json"]);
-    serde_json::from_str(&server.kubectl_ok(V, &a)).unwrap()
-}
-
-fn items(server: &RkubeServer, args: &[&str]) -> Vec<Value> {
-    json_of(server, args)["items"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-}
-
-/// Waits up to `secs` for `f`.
-fn wait(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-fn apply(server: &RkubeServer, obj: &Value) {
-    let o = server.kubectl_stdin(V, &["apply", "-f", "-"], &obj.to_string());
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-}
 
 fn ready(pod: &Value) -> bool {
     pod["status"]["conditions"]
@@ -54,7 +26,8 @@ fn ready(pod: &Value) -> bool {
 }
 
 fn live(server: &RkubeServer, selector: &str) -> Vec<Value> {
-    items(server, &["pods", "-l", selector])
+    server
+        .get_items(&["pods", "-l", selector])
         .into_iter()
         .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
         .collect()
@@ -73,8 +46,8 @@ fn cluster(tag: &str) -> (RkubeServer, SimNodes) {
     let server = RkubeServer::start();
     server.wait_for_object(&["get", "serviceaccount", "default"]);
     let sim = SimNodes::start(&server, tag, &["--count", "3"]);
-    wait("three schedulable nodes", 40, || {
-        let nodes = items(&server, &["nodes"]);
+    wait_until("three schedulable nodes", 40, || {
+        let nodes = server.get_items(&["nodes"]);
         nodes.len() == 3
             && nodes.iter().all(|n| {
                 n["spec"]["taints"].as_array().is_none_or(|t| t.is_empty())
@@ -118,9 +91,9 @@ fn daemonset_runs_one_pod_per_fitting_node_and_rolls() {
         "spec": {"selector": {"matchLabels": {"app": "agent"}},
             "template": {"metadata": {"labels": {"app": "agent"}},
                 "spec": {"containers": [{"name": "agent", "image": "registry.local/agent:1"}]}}}});
-    apply(&server, &ds);
+    server.apply_json(&ds);
     // One pod on each untainted node, none on the tainted one.
-    wait("two running agents", 30, || {
+    wait_until("two running agents", 30, || {
         let pods = live(&server, "app=agent");
         pods.len() == 2 && pods.iter().all(ready)
     });
@@ -162,7 +135,7 @@ fn daemonset_runs_one_pod_per_fitting_node_and_rolls() {
         out.contains("daemon set \"agent\" successfully rolled out"),
         "{out}"
     );
-    let st = json_of(&server, &["ds", "agent"])["status"].clone();
+    let st = server.get_json(&["ds", "agent"])["status"].clone();
     assert_eq!(st["desiredNumberScheduled"], 2, "{st}");
     assert_eq!(st["numberAvailable"], 2, "{st}");
     assert_eq!(st["updatedNumberScheduled"], 2, "{st}");
@@ -175,17 +148,17 @@ fn daemonset_runs_one_pod_per_fitting_node_and_rolls() {
                 "spec": {"nodeSelector": {"role": "edge"},
                     "tolerations": [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}],
                     "containers": [{"name": "edge", "image": "registry.local/edge:1"}]}}}});
-    apply(&server, &edge);
+    server.apply_json(&edge);
     std::thread::sleep(Duration::from_secs(1));
     assert!(live(&server, "app=edge").is_empty());
     server.kubectl_ok(V, &["label", "node", "sim-node-2", "role=edge"]);
-    wait("an edge pod on the tainted node", 30, || {
+    wait_until("an edge pod on the tainted node", 30, || {
         let pods = live(&server, "app=edge");
         pods.len() == 1 && pods[0]["spec"]["nodeName"] == "sim-node-2" && ready(&pods[0])
     });
     // Unlabelled: the pod goes.
     server.kubectl_ok(V, &["label", "node", "sim-node-2", "role-"]);
-    wait("the edge pod gone", 30, || {
+    wait_until("the edge pod gone", 30, || {
         live(&server, "app=edge").is_empty()
     });
 
@@ -196,7 +169,7 @@ fn daemonset_runs_one_pod_per_fitting_node_and_rolls() {
     );
     let out = rollout_status(&server, "ds/agent");
     assert!(out.contains("successfully rolled out"), "{out}");
-    wait("agents at :2", 30, || {
+    wait_until("agents at :2", 30, || {
         let pods = live(&server, "app=agent");
         images(&pods) == ["registry.local/agent:2", "registry.local/agent:2"]
             && pods
@@ -217,7 +190,7 @@ fn daemonset_runs_one_pod_per_fitting_node_and_rolls() {
     assert!(out.contains("rolled back"), "{out}");
     let out = rollout_status(&server, "ds/agent");
     assert!(out.contains("successfully rolled out"), "{out}");
-    wait("agents back at :1", 30, || {
+    wait_until("agents back at :1", 30, || {
         images(&live(&server, "app=agent")) == ["registry.local/agent:1", "registry.local/agent:1"]
     });
     let history = server.kubectl_ok(V, &["rollout", "history", "ds/agent"]);
@@ -246,7 +219,7 @@ fn statefulset_orders_pods_claims_scales_and_rolls() {
     let svc = json!({"apiVersion": "v1", "kind": "Service",
         "metadata": {"name": "nginx", "namespace": "default"},
         "spec": {"clusterIP": "None", "selector": {"app": "web"}, "ports": [{"port": 80}]}});
-    apply(&server, &svc);
+    server.apply_json(&svc);
     let sts = json!({"apiVersion": "apps/v1", "kind": "StatefulSet",
         "metadata": {"name": "web", "namespace": "default"},
         "spec": {"replicas": 3, "serviceName": "nginx",
@@ -257,7 +230,7 @@ fn statefulset_orders_pods_claims_scales_and_rolls() {
             "volumeClaimTemplates": [{"metadata": {"name": "www"},
                 "spec": {"accessModes": ["ReadWriteOnce"],
                     "resources": {"requests": {"storage": "1Gi"}}}}]}});
-    apply(&server, &sts);
+    server.apply_json(&sts);
     let out = rollout_status(&server, "sts/web");
     assert!(
         out.contains("partitioned roll out complete") || out.contains("rolling update complete"),
@@ -312,10 +285,10 @@ fn statefulset_orders_pods_claims_scales_and_rolls() {
             "{p}"
         );
     }
-    let mut claims: Vec<String> = items(&server, &["pvc"]).iter().map(name).collect();
+    let mut claims: Vec<String> = server.get_items(&["pvc"]).iter().map(name).collect();
     claims.sort();
     assert_eq!(claims, ["www-web-0", "www-web-1", "www-web-2"]);
-    let st = json_of(&server, &["sts", "web"])["status"].clone();
+    let st = server.get_json(&["sts", "web"])["status"].clone();
     assert_eq!(st["readyReplicas"], 3, "{st}");
     assert_eq!(st["currentRevision"], st["updateRevision"], "{st}");
     let events = server.kubectl_ok(
@@ -340,7 +313,8 @@ fn statefulset_orders_pods_claims_scales_and_rolls() {
     server.kubectl_ok(V, &["scale", "sts/web", "--replicas=1"]);
     let deadline = Instant::now() + Duration::from_secs(40);
     loop {
-        let names: Vec<String> = items(&server, &["pods", "-l", "app=web"])
+        let names: Vec<String> = server
+            .get_items(&["pods", "-l", "app=web"])
             .iter()
             .map(name)
             .collect();
@@ -355,9 +329,9 @@ fn statefulset_orders_pods_claims_scales_and_rolls() {
         std::thread::sleep(Duration::from_millis(100));
     }
     // The claims stay (Retain).
-    assert_eq!(items(&server, &["pvc"]).len(), 3);
+    assert_eq!(server.get_items(&["pvc"]).len(), 3);
     // A failed pod is deleted and made again (a new uid, the same name and claim).
-    let old_uid = json_of(&server, &["pod", "web-0"])["metadata"]["uid"].clone();
+    let old_uid = server.get_json(&["pod", "web-0"])["metadata"]["uid"].clone();
     server.kubectl_ok(
         V,
         &[
@@ -370,7 +344,7 @@ fn statefulset_orders_pods_claims_scales_and_rolls() {
             r#"{"status":{"phase":"Failed"}}"#,
         ],
     );
-    wait("web-0 made again", 30, || {
+    wait_until("web-0 made again", 30, || {
         let pods = live(&server, "app=web");
         pods.len() == 1 && pods[0]["metadata"]["uid"] != old_uid && ready(&pods[0])
     });
@@ -385,7 +359,7 @@ fn statefulset_orders_pods_claims_scales_and_rolls() {
     );
     let out = rollout_status(&server, "sts/web");
     assert!(out.contains("complete"), "{out}");
-    wait("web at :2", 30, || {
+    wait_until("web at :2", 30, || {
         images(&live(&server, "app=web")) == ["registry.local/nginx:2", "registry.local/nginx:2"]
     });
     let history = server.kubectl_ok(V, &["rollout", "history", "sts/web"]);
@@ -399,10 +373,10 @@ fn statefulset_orders_pods_claims_scales_and_rolls() {
     assert!(out.contains("rolled back"), "{out}");
     let out = rollout_status(&server, "sts/web");
     assert!(out.contains("complete"), "{out}");
-    wait("web back at :1", 30, || {
+    wait_until("web back at :1", 30, || {
         images(&live(&server, "app=web")) == ["registry.local/nginx:1", "registry.local/nginx:1"]
     });
-    let st = json_of(&server, &["sts", "web"])["status"].clone();
+    let st = server.get_json(&["sts", "web"])["status"].clone();
     assert_eq!(st["currentRevision"], st["updateRevision"], "{st}");
     assert_eq!(st["updatedReplicas"], 2, "{st}");
 }

@@ -101,6 +101,44 @@ pub struct Cache {
     pub owner_selectors: crate::topology::OwnerSelectors,
     /// How many nodes hold each image (`None`: to be recounted).
     image_spread: Option<HashMap<String, i64>>,
+    /// Pending pods nominated to a node by preemption, by node (upstream's nominator).
+    nominated: HashMap<String, Vec<Arc<PodInfo>>>,
+    /// PodDisruptionBudgets, by `namespace/name`, for preemption.
+    pdbs: HashMap<String, Pdb>,
+}
+
+/// A PodDisruptionBudget as preemption reads it.
+#[derive(Clone, Debug)]
+pub struct Pdb {
+    pub uid: String,
+    pub namespace: String,
+    /// An empty or invalid selector selects nothing here (as upstream's preemption).
+    pub selector: api::selector::LabelSelector,
+    pub disruptions_allowed: i32,
+    /// `status.disruptedPods`: pods whose eviction was already counted.
+    pub disrupted: HashSet<String>,
+}
+
+impl Pdb {
+    /// From a PodDisruptionBudget object.
+    pub fn from_api(pdb: &k8s_openapi::api::policy::v1::PodDisruptionBudget) -> Pdb {
+        let spec = pdb.spec.clone().unwrap_or_default();
+        let selector = api::selector::LabelSelector::from_metav1(spec.selector.as_ref())
+            .ok()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(api::selector::LabelSelector::nothing);
+        let status = pdb.status.as_ref();
+        Pdb {
+            uid: pdb.metadata.uid.clone().unwrap_or_default(),
+            namespace: pdb.metadata.namespace.clone().unwrap_or_default(),
+            selector,
+            disruptions_allowed: status.map_or(0, |s| s.disruptions_allowed),
+            disrupted: status
+                .and_then(|s| s.disrupted_pods.as_ref())
+                .map(|m| m.keys().cloned().collect())
+                .unwrap_or_default(),
+        }
+    }
 }
 
 impl Cache {
@@ -291,6 +329,47 @@ impl Cache {
     pub fn assume(&mut self, info: Arc<PodInfo>, node: &str) {
         self.unplace(&info.uid);
         self.place(info, node, true);
+    }
+
+    /// Records that pending `pod` waits for room on `node` (freed by preemption); it
+    /// replaces any earlier nomination of the pod.
+    pub fn nominate(&mut self, pod: Arc<PodInfo>, node: &str) {
+        self.clear_nomination(&pod.uid);
+        self.nominated
+            .entry(node.to_string())
+            .or_default()
+            .push(pod);
+    }
+
+    /// Forgets the nomination of the pod with `uid` (bound, deleted, or no longer
+    /// nominated).
+    pub fn clear_nomination(&mut self, uid: &str) {
+        self.nominated.retain(|_, pods| {
+            pods.retain(|p| p.uid != uid);
+            !pods.is_empty()
+        });
+    }
+
+    /// The pods nominated to `node`.
+    pub fn nominated_on(&self, node: &str) -> &[Arc<PodInfo>] {
+        self.nominated.get(node).map_or(&[], Vec::as_slice)
+    }
+
+    pub fn set_pdb(&mut self, key: String, pdb: Pdb) {
+        self.pdbs.insert(key, pdb);
+    }
+
+    pub fn remove_pdb(&mut self, key: &str) {
+        self.pdbs.remove(key);
+    }
+
+    /// After a relist: drops the budgets whose uid it did not see.
+    pub fn retain_pdbs(&mut self, seen: &HashSet<String>) {
+        self.pdbs.retain(|_, p| seen.contains(&p.uid));
+    }
+
+    pub fn pdbs(&self) -> impl Iterator<Item = &Pdb> {
+        self.pdbs.values()
     }
 
     /// Takes back an assumed pod whose binding failed.

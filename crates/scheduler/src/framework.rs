@@ -292,6 +292,34 @@ impl Algorithm {
             .find_map(|p| p.filter(pod, node, cache, state))
     }
 
+    /// upstream's `RunFilterPluginsWithNominatedPods`: on a node where pods of at least
+    /// this pod's priority are nominated (they wait for room freed by preemption), the
+    /// filters must pass with those pods counted as if placed, and also without them.
+    /// (Counted for resources, pod count and ports; the topology counters do not see them.)
+    pub fn run_filters_with_nominated(
+        profile: &Profile,
+        pod: &PodInfo,
+        node: &NodeInfo,
+        cache: &Cache,
+        state: &CycleState,
+    ) -> Option<Fail> {
+        let nominated: Vec<&Arc<PodInfo>> = cache
+            .nominated_on(&node.name)
+            .iter()
+            .filter(|p| p.uid != pod.uid && p.priority >= pod.priority)
+            .collect();
+        if !nominated.is_empty() {
+            let mut with = node.clone();
+            for p in nominated {
+                with.add_pod(Arc::clone(p));
+            }
+            if let Some(f) = Self::run_filters(profile, pod, &with, cache, state) {
+                return Some(f);
+            }
+        }
+        Self::run_filters(profile, pod, node, cache, state)
+    }
+
     /// One scheduling cycle: the node for `pod`, or why there is none.
     pub fn schedule(
         &mut self,
@@ -318,7 +346,7 @@ impl Algorithm {
         if !pod.nominated_node_name.is_empty()
             && let Some(node) = cache.node(&pod.nominated_node_name)
             && node.present
-            && Self::run_filters(profile, pod, node, cache, &state).is_none()
+            && Self::run_filters_with_nominated(profile, pod, node, cache, &state).is_none()
         {
             return Ok(Placement {
                 node: pod.nominated_node_name.clone(),
@@ -342,7 +370,7 @@ impl Algorithm {
                 continue;
             }
             processed += 1;
-            match Self::run_filters(profile, pod, node, cache, &state) {
+            match Self::run_filters_with_nominated(profile, pod, node, cache, &state) {
                 None => {
                     feasible.push(i);
                     if feasible.len() >= want {

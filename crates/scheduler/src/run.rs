@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod, ReplicationController, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::runtime::watcher;
 use kube::{Client, Resource};
@@ -151,6 +152,11 @@ pub fn start(
             )
         },
     );
+    spawn_watch(
+        Arc::clone(&sched),
+        Api::<PodDisruptionBudget>::all(sched.client.clone()),
+        on_pdb,
+    );
     let s = Arc::clone(&sched);
     tokio::spawn(async move { schedule_loop(s).await });
     let s = Arc::clone(&sched);
@@ -228,18 +234,28 @@ fn on_pod(s: &Scheduler, c: Change<Pod>) {
             let info = PodInfo::from_pod(&p);
             if !info.node_name.is_empty() {
                 st.queue.delete(&info.uid);
+                st.cache.clear_nomination(&info.uid);
                 st.cache.set_pod(info);
             } else if info.terminal || info.deleting {
                 st.queue.delete(&info.uid);
+                st.cache.clear_nomination(&info.uid);
             } else if s.profiles.contains_key(&info.scheduler_name)
                 && !st.cache.is_assumed(&info.uid)
             {
-                st.queue.add(Arc::new(info), now);
+                let info = Arc::new(info);
+                if info.nominated_node_name.is_empty() {
+                    st.cache.clear_nomination(&info.uid);
+                } else {
+                    let node = info.nominated_node_name.clone();
+                    st.cache.nominate(Arc::clone(&info), &node);
+                }
+                st.queue.add(info, now);
             }
         }
         Change::Delete(p) => {
             let uid = p.metadata.uid.clone().unwrap_or_default();
             st.queue.delete(&uid);
+            st.cache.clear_nomination(&uid);
             if st.cache.pod_node(&uid).is_some() {
                 st.cache.remove_pod(&uid);
                 st.queue.move_all(now);
@@ -257,6 +273,23 @@ fn on_pod(s: &Scheduler, c: Change<Pod>) {
             }
             st.queue.move_all(now);
         }
+    }
+}
+
+/// Budgets, for preemption to prefer victims whose eviction violates none.
+fn on_pdb(s: &Scheduler, c: Change<PodDisruptionBudget>) {
+    let key = |p: &PodDisruptionBudget| {
+        format!(
+            "{}/{}",
+            p.metadata.namespace.as_deref().unwrap_or_default(),
+            p.metadata.name.as_deref().unwrap_or_default()
+        )
+    };
+    let mut st = s.lock();
+    match c {
+        Change::Apply(p) => st.cache.set_pdb(key(&p), crate::cache::Pdb::from_api(&p)),
+        Change::Delete(p) => st.cache.remove_pdb(&key(&p)),
+        Change::Relisted(seen) => st.cache.retain_pdbs(&seen),
     }
 }
 
@@ -369,6 +402,7 @@ fn cycle(s: &Scheduler, st: &mut State, pod: Arc<PodInfo>, now: Instant) -> Opti
     let result = algorithm.schedule(profile, &pod, cache);
     let outcome = match result {
         Ok(placement) => {
+            cache.clear_nomination(&pod.uid);
             let mut assumed = (*pod).clone();
             assumed.node_name.clone_from(&placement.node);
             cache.assume(Arc::new(assumed), &placement.node);
@@ -384,6 +418,9 @@ fn cycle(s: &Scheduler, st: &mut State, pod: Arc<PodInfo>, now: Instant) -> Opti
             if profile.preemption {
                 match preemption::preempt(profile, &pod, cache, &diagnosis) {
                     Ok(p) => {
+                        // Nominated at once (the status write comes later), so the
+                        // room being freed is not taken by pods of lower priority.
+                        cache.nominate(Arc::clone(&pod), &p.node);
                         nominated = Some(p.node);
                         victims = p.victims;
                     }

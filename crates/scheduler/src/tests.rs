@@ -370,6 +370,81 @@ fn preemption_evicts_the_fewest_lowest_priority_pods() {
 }
 
 #[test]
+fn preemption_spares_pods_protected_by_a_disruption_budget() {
+    let mut c = Cache::new();
+    c.set_node(&node(node_json("n1", "a", "1", 10)));
+    c.set_node(&node(node_json("n2", "a", "1", 10)));
+    let low = |name: &str, app: &str| {
+        let mut p = pod_json(name, json!({"app": app}), "1");
+        p["spec"]["priority"] = json!(1);
+        pod(p)
+    };
+    // Same priorities everywhere; n1's pod is protected by a budget with no disruption
+    // left, so n2 is chosen.
+    bind(&mut c, low("guarded", "db"), "n1");
+    bind(&mut c, low("free", "web"), "n2");
+    let pdb: k8s_openapi::api::policy::v1::PodDisruptionBudget = serde_json::from_value(json!({
+        "metadata": {"name": "db", "namespace": "default", "uid": "pdb-1"},
+        "spec": {"selector": {"matchLabels": {"app": "db"}}, "minAvailable": 1},
+        "status": {"disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 1,
+            "expectedPods": 1}}))
+    .unwrap();
+    c.set_pdb("default/db".into(), crate::cache::Pdb::from_api(&pdb));
+    let mut high = pod_json("high", json!({}), "1");
+    high["spec"]["priority"] = json!(10);
+    let high = pod(high);
+    let profile = default_profile();
+    let mut algo = Algorithm::new(1);
+    for _ in 0..4 {
+        let diag = algo.schedule(&profile, &high, &mut c).unwrap_err();
+        let p = preempt(&profile, &high, &c, &diag).unwrap();
+        assert_eq!(p.node, "n2");
+        assert_eq!(p.victims[0].name, "free");
+    }
+    // With a disruption allowed, either node will do (no violation anywhere).
+    let mut pdb = pdb;
+    pdb.status.as_mut().unwrap().disruptions_allowed = 1;
+    c.set_pdb("default/db".into(), crate::cache::Pdb::from_api(&pdb));
+    let pods: Vec<Arc<PodInfo>> = c.node("n1").unwrap().pods.clone();
+    let pdbs: Vec<&crate::cache::Pdb> = c.pdbs().collect();
+    let (violating, others) = crate::preemption::split_by_pdb_violation(&pods, &pdbs);
+    assert!(violating.is_empty());
+    assert_eq!(others.len(), 1);
+    c.retain_pdbs(&std::collections::HashSet::new());
+    assert_eq!(c.pdbs().count(), 0);
+}
+
+#[test]
+fn room_freed_for_a_nominated_pod_is_kept_for_it() {
+    let mut c = Cache::new();
+    c.set_node(&node(node_json("n1", "a", "2", 10)));
+    let with_priority = |name: &str, cpu: &str, prio: i32| {
+        let mut p = pod_json(name, json!({}), cpu);
+        p["spec"]["priority"] = json!(prio);
+        pod(p)
+    };
+    let profile = default_profile();
+    let mut algo = Algorithm::new(1);
+    // `high` waits for the 2 CPUs its preemption is freeing on n1.
+    let high = Arc::new(with_priority("high", "2", 10));
+    c.nominate(Arc::clone(&high), "n1");
+    // A pod of lower priority may not take that room...
+    let low = with_priority("low", "1", 1);
+    assert_eq!(
+        algo.schedule(&profile, &low, &mut c).unwrap_err().message(),
+        "0/1 nodes are available: 1 Insufficient cpu."
+    );
+    // ...one of higher priority may, and so may the nominated pod itself.
+    let higher = with_priority("higher", "1", 20);
+    assert_eq!(algo.schedule(&profile, &higher, &mut c).unwrap().node, "n1");
+    assert_eq!(algo.schedule(&profile, &high, &mut c).unwrap().node, "n1");
+    // Once the nomination is gone (bound or deleted), the room is free again.
+    c.clear_nomination(&high.uid);
+    assert!(c.nominated_on("n1").is_empty());
+    assert_eq!(algo.schedule(&profile, &low, &mut c).unwrap().node, "n1");
+}
+
+#[test]
 fn configuration_profiles_plugins_and_weights() {
     let profiles = from_config(
         r#"

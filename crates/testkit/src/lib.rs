@@ -31,6 +31,26 @@ pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
+/// Polls `f` every 200 ms until it returns `Some`, panicking after `secs` seconds.
+pub fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// Polls `f` every 200 ms until it holds, panicking after `secs` seconds.
+pub fn wait_until(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
+    wait_for(what, secs, || f().then_some(()));
+}
+
 use std::net::TcpListener;
 
 /// A TCP port on 127.0.0.1 that was free a moment ago.

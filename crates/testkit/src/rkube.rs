@@ -5,6 +5,8 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use serde_json::Value;
+
 use crate::free_port;
 
 /// The `rkube` binary of this workspace (built on first use if missing).
@@ -344,6 +346,59 @@ impl RkubeServer {
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
+
+    /// `kubectl get <args> -o json` with kubectl 1.33, parsed; panics (as
+    /// [`kubectl_ok`](Self::kubectl_ok)) when kubectl fails.
+    pub fn get_json(&self, args: &[&str]) -> Value {
+        let out = self.kubectl_ok(Some("1.33"), &get_json_args(args));
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("kubectl {args:?}: {e}: {out}"))
+    }
+
+    /// `kubectl get <args> -o json` with kubectl 1.33, parsed, or `None` when kubectl fails
+    /// (e.g. the object does not exist, or not yet).
+    pub fn try_get_json(&self, args: &[&str]) -> Option<Value> {
+        let out = self.kubectl_v(Some("1.33"), &get_json_args(args));
+        if !out.status.success() {
+            return None;
+        }
+        serde_json::from_slice(&out.stdout).ok()
+    }
+
+    /// The `items` of `kubectl get <args> -o json` (kubectl 1.33, a list).
+    pub fn get_items(&self, args: &[&str]) -> Vec<Value> {
+        self.get_json(args)["items"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// `kubectl create -f -` of `obj` with kubectl 1.33, panicking with kubectl's stderr
+    /// when it fails.
+    pub fn create_json(&self, obj: &Value) {
+        self.stdin_ok(&["create", "-f", "-"], &obj.to_string());
+    }
+
+    /// `kubectl apply -f -` of `obj` with kubectl 1.33, panicking with kubectl's stderr
+    /// when it fails.
+    pub fn apply_json(&self, obj: &Value) {
+        self.stdin_ok(&["apply", "-f", "-"], &obj.to_string());
+    }
+
+    fn stdin_ok(&self, args: &[&str], stdin: &str) {
+        let o = self.kubectl_stdin(Some("1.33"), args, stdin);
+        assert!(
+            o.status.success(),
+            "kubectl {args:?} failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+fn get_json_args<'a>(args: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec!["get"];
+    a.extend_from_slice(args);
+    a.extend_from_slice(&["-o", "json"]);
+    a
 }
 
 impl Drop for RkubeServer {

@@ -1,6 +1,7 @@
 //! Request handling: authentication, routing and the non-resource endpoints. Resource
 //! verbs are in [`read`] and [`write`].
 
+mod eviction;
 mod read;
 mod write;
 

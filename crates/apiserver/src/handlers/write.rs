@@ -563,24 +563,7 @@ pub(super) async fn patch(
             }
             // The patched object goes through decoding like a body would.
             let decoded = crate::registry::decode_keeping_initializers(r, &patched)?;
-            let mut warnings = Vec::new();
-            if !decoded.unknown_fields.is_empty() {
-                let list: Vec<String> = decoded
-                    .unknown_fields
-                    .iter()
-                    .map(|f| format!("unknown field \"{f}\""))
-                    .collect();
-                match field_validation {
-                    FieldValidation::Strict => {
-                        return Err(ApiError::bad_request(format!(
-                            "strict decoding error: {}",
-                            list.join(", ")
-                        )));
-                    }
-                    FieldValidation::Warn => warnings = list,
-                    FieldValidation::Ignore => {}
-                }
-            }
+            let warnings = field_validation.unknown_fields(&decoded.unknown_fields, "")?;
             let mut obj = decoded.object;
             if let (Some(o), Some(m)) =
                 (old, obj.get_mut("metadata").and_then(Value::as_object_mut))
@@ -884,7 +867,7 @@ fn set_condition(pod: &mut Value, kind: &str, status: &str, now: &str) {
     }
 }
 
-/// POST pods/<name>/eviction: deletes the pod unless a PodDisruptionBudget forbids it.
+/// POST pods/<name>/eviction: see [`super::eviction`].
 async fn evict(
     srv: &Arc<Server>,
     pods: &Arc<Resource>,
@@ -893,48 +876,8 @@ async fn evict(
     body: Value,
     opts: &WriteOptions,
 ) -> Result<Response<Body>, ApiError> {
-    if let Some(n) = api::meta::name(&body)
-        && n != name
-    {
-        return Err(ApiError::bad_request(
-            "name in URL does not match name in Eviction object",
-        ));
-    }
-    let pod = srv.registry.get(pods, ns, name).await?;
-    let terminal = matches!(
-        pod["status"]["phase"].as_str(),
-        Some("Succeeded" | "Failed")
-    );
-    if !terminal && let Some(pdbs) = srv.registry.lookup("policy", "v1", "poddisruptionbudgets") {
-        let (items, _) = pdbs.cacher.list(&|_| true, &pdbs.info.list_prefix(ns));
-        for item in items {
-            let Some(pdb) = item.value() else { continue };
-            let selects =
-                api::selector::LabelSelector::from_label_selector(&pdb["spec"]["selector"])
-                    .map(|s| !s.is_empty() && s.matches(|k| api::meta::label(&pod, k)))
-                    .unwrap_or(false);
-            if selects && pdb["status"]["disruptionsAllowed"].as_i64().unwrap_or(0) < 1 {
-                let mut e = ApiError::too_many_requests(
-                    "Cannot evict pod as it would violate the pod's disruption budget.",
-                );
-                e.push_cause(api::status::Cause {
-                    reason: "DisruptionBudget".into(),
-                    message: format!(
-                        "The disruption budget {} needs {} healthy pods and has {} currently",
-                        api::meta::name(&pdb).unwrap_or_default(),
-                        pdb["status"]["desiredHealthy"].as_i64().unwrap_or(0),
-                        pdb["status"]["currentHealthy"].as_i64().unwrap_or(0)
-                    ),
-                    field: String::new(),
-                });
-                return Err(e);
-            }
-        }
-    }
-    let del = delete_options(body.get("deleteOptions"), &Query::default())?;
-    srv.registry.delete(pods, ns, name, &del, opts).await?;
-    Ok(json_value(
-        StatusCode::CREATED,
-        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
-    ))
+    super::eviction::evict(srv, pods, ns, name, body, opts, |v| {
+        delete_options(v, &Query::default())
+    })
+    .await
 }

@@ -51,6 +51,26 @@ impl FieldValidation {
             ))),
         }
     }
+
+    /// What the decoder's unknown fields become: an error under `Strict` (upstream's
+    /// "`<prefix>`strict decoding error: unknown field ..." with `prefix` such as
+    /// `Pod in version "v1" cannot be handled as a Pod: `), warnings under `Warn`.
+    pub fn unknown_fields(self, fields: &[String], prefix: &str) -> Result<Vec<String>, ApiError> {
+        if fields.is_empty() || self == FieldValidation::Ignore {
+            return Ok(Vec::new());
+        }
+        let list: Vec<String> = fields
+            .iter()
+            .map(|f| format!("unknown field \"{f}\""))
+            .collect();
+        if self == FieldValidation::Strict {
+            return Err(ApiError::bad_request(format!(
+                "{prefix}strict decoding error: {}",
+                list.join(", ")
+            )));
+        }
+        Ok(list)
+    }
 }
 
 /// Who writes and how.
@@ -412,31 +432,13 @@ impl Registry {
         let decoded = decode_keeping_initializers(r, obj)?;
         let mut warnings = Vec::new();
         if !decoded.unknown_fields.is_empty() {
-            match fv {
-                FieldValidation::Strict => {
-                    let list: Vec<String> = decoded
-                        .unknown_fields
-                        .iter()
-                        .map(|f| format!("unknown field \"{f}\""))
-                        .collect();
-                    return Err(ApiError::bad_request(format!(
-                        "{} in version \"{}\" cannot be handled as a {}: strict decoding error: {}",
-                        r.info.kind,
-                        r.info.version,
-                        r.info.kind,
-                        list.join(", ")
-                    )));
-                }
-                FieldValidation::Warn => {
-                    warnings.extend(
-                        decoded
-                            .unknown_fields
-                            .iter()
-                            .map(|f| format!("unknown field \"{f}\"")),
-                    );
-                }
-                FieldValidation::Ignore => {}
-            }
+            warnings.extend(fv.unknown_fields(
+                &decoded.unknown_fields,
+                &format!(
+                    "{} in version \"{}\" cannot be handled as a {}: ",
+                    r.info.kind, r.info.version, r.info.kind
+                ),
+            )?);
         }
         Ok((decoded.object, warnings))
     }

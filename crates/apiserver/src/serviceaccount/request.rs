@@ -51,24 +51,10 @@ fn decode(body: &Value, fv: FieldValidation) -> Result<(Value, Vec<String>), Api
             unknown_fields: Vec::new(),
         },
     };
-    let unknown: Vec<String> = decoded
-        .unknown_fields
-        .iter()
-        .map(|f| format!("unknown field \"{f}\""))
-        .collect();
-    let mut warnings = Vec::new();
-    if !unknown.is_empty() {
-        match fv {
-            FieldValidation::Strict => {
-                return Err(ApiError::bad_request(format!(
-                    "{KIND} in version \"v1\" cannot be handled as a {KIND}: strict decoding error: {}",
-                    unknown.join(", ")
-                )));
-            }
-            FieldValidation::Warn => warnings = unknown,
-            FieldValidation::Ignore => {}
-        }
-    }
+    let warnings = fv.unknown_fields(
+        &decoded.unknown_fields,
+        &format!("{KIND} in version \"v1\" cannot be handled as a {KIND}: "),
+    )?;
     let mut req = decoded.object;
     if !req.is_object() {
         return Err(ApiError::bad_request(

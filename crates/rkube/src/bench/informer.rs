@@ -105,6 +105,7 @@ pub async fn run(args: InformerArgs) -> anyhow::Result<()> {
     let informer = controllers::informers::Informer::<Pod>::start_trimmed(
         Api::all(client.clone()),
         controllers::informers::trim_pod,
+        controllers::informers::POD_INDEXERS,
     );
     informer.synced().await;
     tokio::time::sleep(Duration::from_secs(1)).await;

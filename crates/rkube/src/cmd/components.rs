@@ -337,6 +337,7 @@ pub async fn run_controllers(kubeconfig: &Path, options: &ControllerOptions) -> 
     let pods = Informer::<k8s_openapi::api::core::v1::Pod>::start_trimmed(
         kube::Api::all(reader.clone()),
         controllers::informers::trim_pod,
+        controllers::informers::POD_INDEXERS,
     );
     let deployments = Informer::start(kube::Api::all(reader.clone()));
     let nodes = Informer::start(kube::Api::all(reader.clone()));

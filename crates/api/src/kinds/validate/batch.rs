@@ -5,9 +5,9 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::cron;
 use super::pod::pod_template_spec;
 use super::util::*;
+use crate::cron;
 
 const LEGACY_JOB_NAME: &str = "job-name";
 const JOB_NAME: &str = "batch.kubernetes.io/job-name";

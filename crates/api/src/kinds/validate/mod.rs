@@ -15,13 +15,11 @@ mod apiext;
 mod apps;
 mod batch;
 mod core;
-mod cron;
 pub(crate) mod misc;
 mod pod;
 pub mod quantity;
 mod resources;
 mod storage;
-mod tz;
 mod util;
 mod webhooks;
 
