@@ -445,7 +445,7 @@ pub(crate) fn namespace_terminating(e: &kube::Error) -> bool {
 
 struct Shared {
     services: Store<Service>,
-    pods: Store<Pod>,
+    pods: Arc<Informer<Pod>>,
     endpoints: Store<Endpoints>,
     queue: WorkQueue<String>,
     writer: Client,
@@ -466,7 +466,7 @@ pub async fn run_endpoints(
 ) {
     let shared = Arc::new(Shared {
         services: services.store.clone(),
-        pods: pods.store.clone(),
+        pods: Arc::clone(&pods),
         endpoints: endpoints.store.clone(),
         queue: WorkQueue::new(),
         events: Recorder::spawn(
@@ -559,7 +559,8 @@ async fn sync(s: &Shared, key: &str) -> Result<(), SyncError> {
     if spec.type_.as_deref() == Some("ExternalName") || services::service_selector(&svc).is_none() {
         return Ok(());
     }
-    let all_pods = s.pods.state();
+    // Only the Service's namespace (the informer's namespace index).
+    let all_pods = s.pods.by_index("namespace", ns);
     let pods = services::selected_pods(&svc, &all_pods);
     let trigger = lock(&s.triggers).compute(key, &svc, &pods);
     let current = s.endpoints.get(&ObjectRef::new(name).within(ns));

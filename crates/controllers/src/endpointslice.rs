@@ -686,7 +686,7 @@ pub enum SyncError {
 
 struct Shared {
     services: Store<Service>,
-    pods: Store<Pod>,
+    pods: Arc<Informer<Pod>>,
     slices: Store<EndpointSlice>,
     nodes: Store<Node>,
     queue: WorkQueue<String>,
@@ -709,7 +709,7 @@ pub async fn run_endpointslices(
 ) {
     let shared = Arc::new(Shared {
         services: services.store.clone(),
-        pods: pods.store.clone(),
+        pods: Arc::clone(&pods),
         slices: slices.store.clone(),
         nodes: nodes.store.clone(),
         queue: WorkQueue::new(),
@@ -793,7 +793,8 @@ async fn sync(s: &Shared, key: &str) -> Result<(), SyncError> {
     if spec.type_.as_deref() == Some("ExternalName") || services::service_selector(&svc).is_none() {
         return Ok(());
     }
-    let all_pods = s.pods.state();
+    // Only the Service's namespace (the informer's namespace index).
+    let all_pods = s.pods.by_index("namespace", ns);
     let pods = services::selected_pods(&svc, &all_pods);
     let all_slices = s.slices.state();
     let slices: Vec<&EndpointSlice> = all_slices

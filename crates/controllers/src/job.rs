@@ -1232,6 +1232,7 @@ pub fn orphan_needs_cleanup(pod: &Value, job_of: impl Fn(&str) -> Option<Value>)
 struct Shared {
     jobs: Store<Job>,
     pods: Store<Pod>,
+    pod_informer: Arc<Informer<Pod>>,
     queue: WorkQueue<String>,
     orphans: WorkQueue<String>,
     expectations: Mutex<Expectations>,
@@ -1282,6 +1283,7 @@ pub async fn run_jobs(
     let shared = Arc::new(Shared {
         jobs: jobs.store.clone(),
         pods: pod_informer.store.clone(),
+        pod_informer: Arc::clone(&pod_informer),
         queue: WorkQueue::new(),
         orphans: WorkQueue::new(),
         expectations: Mutex::new(Expectations::default()),
@@ -1309,7 +1311,7 @@ pub async fn run_jobs(
                     lock(&sh.backoff).remove(&key);
                     // Its pods' finalizers go (they are orphans now).
                     let juid = j.metadata.uid.clone().unwrap_or_default();
-                    for p in sh.pods.state() {
+                    for p in sh.pod_informer.by_index("controller", &juid) {
                         let owned = p
                             .metadata
                             .owner_references
@@ -1410,7 +1412,15 @@ pub async fn run_jobs(
             j.metadata.name.as_deref().unwrap_or_default(),
         ));
     }
-    for p in shared.pods.state() {
+    // Only pods still carrying the tracking finalizer can need it removed.
+    let tracked = shared.pods.state().into_iter().filter(|p| {
+        p.metadata
+            .finalizers
+            .iter()
+            .flatten()
+            .any(|f| f == TRACKING_FINALIZER)
+    });
+    for p in tracked {
         if let Ok(v) = serde_json::to_value(p.as_ref()) {
             let ns = p.metadata.namespace.clone().unwrap_or_default();
             if orphan_needs_cleanup(&v, |u| shared.job_by_uid(&ns, u)) {
