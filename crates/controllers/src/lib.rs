@@ -18,6 +18,7 @@ pub mod job;
 pub mod namespace;
 pub mod nodeipam;
 pub mod nodelifecycle;
+pub mod podgc;
 pub mod pods;
 pub mod replicaset;
 pub mod resourcequota;

@@ -50,6 +50,9 @@ pub struct ControllerOptions {
     /// How often every resource quota's usage is recounted.
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub resource_quota_sync_period: std::time::Duration,
+    /// Terminated pods kept before the pod garbage collector deletes the oldest (0: off).
+    #[arg(long, default_value_t = controllers::podgc::DEFAULT_THRESHOLD)]
+    pub terminated_pod_gc_threshold: usize,
 }
 
 /// The root CA the root-CA publisher publishes: `--root-ca-file`, else the kubeconfig's
@@ -314,6 +317,7 @@ pub async fn run_controllers(kubeconfig: &Path, options: &ControllerOptions) -> 
     let rs_writer = controller_client(&reader, kubeconfig, "replicaset-controller").await?;
     let d_writer = controller_client(&reader, kubeconfig, "deployment-controller").await?;
     let gc_writer = controller_client(&reader, kubeconfig, "generic-garbage-collector").await?;
+    let podgc_writer = controller_client(&reader, kubeconfig, "pod-garbage-collector").await?;
     let node_writer = controller_client(&reader, kubeconfig, "node-controller").await?;
     let ns_writer = controller_client(&reader, kubeconfig, "namespace-controller").await?;
     let ep_writer = controller_client(&reader, kubeconfig, "endpoint-controller").await?;
@@ -330,7 +334,7 @@ pub async fn run_controllers(kubeconfig: &Path, options: &ControllerOptions) -> 
     let ds_writer = controller_client(&reader, kubeconfig, "daemon-set-controller").await?;
     let sts_writer = controller_client(&reader, kubeconfig, "statefulset-controller").await?;
     tracing::info!(
-        "controller manager: replicaset, deployment, garbage collector, namespace, endpoints, endpointslice, daemonset, statefulset, job, cronjob, ttl-after-finished, serviceaccount, root-ca, resourcequota, disruption, node IPAM and node lifecycle controllers started"
+        "controller manager: replicaset, deployment, garbage collector, pod garbage collector, namespace, endpoints, endpointslice, daemonset, statefulset, job, cronjob, ttl-after-finished, serviceaccount, root-ca, resourcequota, disruption, node IPAM and node lifecycle controllers started"
     );
     // One list+watch per resource type, shared by the controllers.
     let replicasets = Informer::start(kube::Api::all(reader.clone()));
@@ -467,6 +471,12 @@ pub async fn run_controllers(kubeconfig: &Path, options: &ControllerOptions) -> 
             5
         ),
         controllers::gcloop::run_garbage_collector(gc_writer, Default::default()),
+        controllers::podgc::run_pod_gc(
+            Arc::clone(&pods),
+            Arc::clone(&nodes),
+            podgc_writer,
+            options.terminated_pod_gc_threshold
+        ),
         controllers::namespace::run_namespaces(namespaces, ns_writer, 10),
         ipam,
         lifecycle,
