@@ -35,8 +35,19 @@ else
 fi
 
 kubectl version
+# Pods need the namespace's default ServiceAccount, which the controller manager creates
+# just after the server is ready (as upstream).
+for _ in $(seq 1 150); do
+  kubectl get serviceaccount default >/dev/null 2>&1 && break
+  sleep 0.2
+done
 kubectl get deployment nginx >/dev/null 2>&1 ||
   kubectl create deployment nginx --image=nginx --replicas=3
+# Give the controllers a moment to create the ReplicaSet and its pods.
+for _ in $(seq 1 50); do
+  [ "$(kubectl get pods -l app=nginx --no-headers 2>/dev/null | wc -l)" -ge 3 ] && break
+  sleep 0.2
+done
 kubectl get deployments,replicasets,pods -o wide
 echo
 echo "export KUBECONFIG=$KUBECONFIG   # to use kubectl against this cluster"
