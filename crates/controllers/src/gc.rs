@@ -104,6 +104,26 @@ pub struct Node {
 pub enum Work {
     AttemptToDelete(Uid),
     AttemptToOrphan(Uid),
+    /// `dependent` names an owner (the observed `owner`) that lives in another namespace:
+    /// upstream's `OwnerRefInvalidNamespace` warning event on the dependent.
+    InvalidNamespace {
+        dependent: Box<Identity>,
+        owner: Box<Identity>,
+    },
+}
+
+/// The message of the `OwnerRefInvalidNamespace` event (upstream's `objectReference`
+/// format, in the dependent's namespace).
+pub fn invalid_namespace_message(dependent: &Identity, owner: &Identity) -> String {
+    format!(
+        "ownerRef [{}/{}, namespace: {}, name: {}, uid: {}] does not exist in namespace {:?}",
+        owner.api_version,
+        owner.kind,
+        dependent.namespace,
+        owner.name,
+        owner.uid,
+        dependent.namespace
+    )
 }
 
 /// One change to the graph.
@@ -235,7 +255,18 @@ impl Graph {
                 existing.identity = meta.identity.clone();
                 let dependents = existing.dependents.clone();
                 let (_, invalid) = self.partition(&dependents, &meta.identity);
-                work.extend(invalid.into_iter().map(Work::AttemptToDelete));
+                for d in invalid {
+                    if let Some(dep) = self.nodes.get(&d)
+                        && !meta.identity.namespace.is_empty()
+                        && dep.identity.namespace != meta.identity.namespace
+                    {
+                        work.push(Work::InvalidNamespace {
+                            dependent: Box::new(dep.identity.clone()),
+                            owner: Box::new(meta.identity.clone()),
+                        });
+                    }
+                    work.push(Work::AttemptToDelete(d));
+                }
             }
         }
         let Some(existing) = self.nodes.get_mut(&uid) else {
@@ -367,6 +398,14 @@ impl Graph {
                             || owner.identity.name != o.name
                             || owner.identity.group() != group_of(&o.api_version));
                     if mismatch {
+                        let wrong_namespace = !owner_ns.is_empty() && *owner_ns != namespace;
+                        let owner_identity = owner.identity.clone();
+                        if wrong_namespace && let Some(dep) = self.nodes.get(uid) {
+                            work.push(Work::InvalidNamespace {
+                                dependent: Box::new(dep.identity.clone()),
+                                owner: Box::new(owner_identity),
+                            });
+                        }
                         work.push(Work::AttemptToDelete(Arc::clone(uid)));
                     }
                 }
@@ -709,7 +748,17 @@ mod tests {
         let rs = id("ReplicaSet", "b", "web-1", "rs");
         assert_eq!(
             up(&mut g, meta(&rs, vec![owner(&d, false)])),
-            vec![del("rs")]
+            vec![
+                Work::InvalidNamespace {
+                    dependent: Box::new(rs.clone()),
+                    owner: Box::new(d.clone())
+                },
+                del("rs")
+            ]
+        );
+        assert_eq!(
+            invalid_namespace_message(&rs, &d),
+            "ownerRef [apps/v1/Deployment, namespace: b, name: web, uid: d] does not exist in namespace \"b\""
         );
         // A cluster-scoped owner may be named from any namespace.
         let node = id("Node", "", "n1", "n1");

@@ -87,6 +87,7 @@ struct Shared {
     input: mpsc::Sender<Input>,
     /// Asks for discovery to run again (a kind nothing maps yet: maybe a new CRD).
     rediscover: tokio::sync::Notify,
+    events: runtime::events::Recorder,
 }
 
 impl Shared {
@@ -124,6 +125,22 @@ impl Shared {
             match w {
                 Work::AttemptToDelete(u) => self.deletes.add(u.to_string()),
                 Work::AttemptToOrphan(u) => self.orphans.add(u.to_string()),
+                Work::InvalidNamespace { dependent, owner } => {
+                    let reference = k8s_openapi::api::core::v1::ObjectReference {
+                        api_version: Some(dependent.api_version.clone()),
+                        kind: Some(dependent.kind.clone()),
+                        namespace: Some(dependent.namespace.clone()),
+                        name: Some(dependent.name.clone()),
+                        uid: Some(dependent.uid.to_string()),
+                        ..Default::default()
+                    };
+                    self.events.event(
+                        &reference,
+                        runtime::events::EventType::Warning,
+                        "OwnerRefInvalidNamespace",
+                        &gc::invalid_namespace_message(&dependent, &owner),
+                    );
+                }
             }
         }
     }
@@ -163,6 +180,7 @@ pub fn meta_of(r: &ApiResource, m: &ObjectMeta) -> Option<Meta> {
 /// Runs the garbage collector until the process ends.
 pub async fn run_garbage_collector(client: Client, options: Options) {
     let (tx, rx) = mpsc::channel(4096);
+    let events = crate::run::recorder(&client, "garbage-collector-controller");
     let shared = Arc::new(Shared {
         graph: Mutex::new(Graph::new()),
         mapper: RwLock::new(HashMap::new()),
@@ -171,6 +189,7 @@ pub async fn run_garbage_collector(client: Client, options: Options) {
         client,
         input: tx,
         rediscover: tokio::sync::Notify::new(),
+        events,
     });
     let (synced_tx, mut synced_rx) = tokio::sync::watch::channel(HashSet::<usize>::new());
     tokio::spawn(build_graph(Arc::clone(&shared), rx, synced_tx));

@@ -7,7 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use serde_json::{Value, json};
-use testkit::{RkubeServer, eventually};
+use testkit::{RkubeServer, eventually, wait_until};
 
 const CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
@@ -165,6 +165,32 @@ fn garbage_collector_covers_every_resource() {
             refs == "Service"
         },
     );
+
+    // An owner in another namespace cannot own: the dependent is collected and gets
+    // upstream's OwnerRefInvalidNamespace warning.
+    kubectl(&server, &["create", "namespace", "elsewhere"]);
+    server.create_json(&json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "cross", "namespace": "elsewhere",
+            "ownerReferences": [owner_ref("v1", "Service", "keeper", &keeper, false)]}}));
+    wait_until(
+        "a dependent of an owner in another namespace is collected",
+        60,
+        || !exists(&server, &["configmap", "cross", "-n", "elsewhere"]),
+    );
+    wait_until("the OwnerRefInvalidNamespace event", 30, || {
+        kubectl(
+            &server,
+            &[
+                "get",
+                "events",
+                "-n",
+                "elsewhere",
+                "--field-selector",
+                "reason=OwnerRefInvalidNamespace",
+            ],
+        )
+        .contains("does not exist in namespace \"elsewhere\"")
+    });
 
     // A namespace deleted with --cascade=orphan: the collector removes the `orphan`
     // finalizer and the namespace goes.
