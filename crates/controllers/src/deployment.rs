@@ -605,7 +605,7 @@ pub fn scale(deployment: &Value, new: Option<&Value>, old: &[&Value]) -> Vec<(St
 /// One sync of a Deployment over the ReplicaSets it owns: the new ReplicaSet created or
 /// scaled within the surge, old ones scaled down within the unavailability budget
 /// (Recreate: old ones to zero first), and old ReplicaSets beyond `revisionHistoryLimit`
-/// deleted. A paused Deployment only follows `spec.replicas` on its new ReplicaSet.
+/// deleted. A paused Deployment, or one whose size changed, is only resized (see [`scale`]).
 pub fn plan(deployment: &Value, owned: &[&Value]) -> Vec<Action> {
     let mut actions = Vec::new();
     if !deployment["metadata"]["deletionTimestamp"].is_null() {
@@ -620,15 +620,12 @@ pub fn plan(deployment: &Value, owned: &[&Value]) -> Vec<Action> {
         .collect();
     let old_states: Vec<Rs> = old.iter().map(|rs| rs_state(rs)).collect();
     let paused = deployment["spec"]["paused"] == true;
+    if let Some(new_rs) = new {
+        sync_revision(new_rs, &old, &mut actions);
+    }
     if paused || is_scaling_event(deployment, owned) {
         // upstream's `sync`: resize only (proportionally during a rollout), no rollout
         // step and no new ReplicaSet.
-        if let Some(new_rs) = new {
-            let max_old = old.iter().map(|rs| revision_of(rs)).max().unwrap_or(0);
-            if revision_of(new_rs) <= max_old {
-                actions.push(Action::SetRevision(name_of(new_rs), max_old + 1));
-            }
-        }
         for (name, replicas) in scale(deployment, new, &old) {
             actions.push(Action::Scale(name, replicas));
         }
@@ -636,7 +633,6 @@ pub fn plan(deployment: &Value, owned: &[&Value]) -> Vec<Action> {
         return actions;
     }
     match new {
-        None if paused => {}
         None => {
             let replicas = if rolling(deployment) {
                 let empty = Rs {
@@ -656,26 +652,10 @@ pub fn plan(deployment: &Value, owned: &[&Value]) -> Vec<Action> {
             actions.push(Action::Create(new_replica_set(deployment, owned, replicas)));
         }
         Some(new_rs) => {
-            let max_old = old.iter().map(|rs| revision_of(rs)).max().unwrap_or(0);
-            if revision_of(new_rs) <= max_old {
-                actions.push(Action::SetRevision(
-                    new_rs["metadata"]["name"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_string(),
-                    max_old + 1,
-                ));
-            }
             let new_state = rs_state(new_rs);
             let mut all = old_states.clone();
             all.push(new_state.clone());
-            let target = if paused {
-                if old_states.iter().all(|r| r.replicas == 0) {
-                    want
-                } else {
-                    new_state.replicas
-                }
-            } else if rolling(deployment) {
+            let target = if rolling(deployment) {
                 if new_state.replicas > want {
                     want
                 } else {
@@ -689,21 +669,28 @@ pub fn plan(deployment: &Value, owned: &[&Value]) -> Vec<Action> {
             if target != new_state.replicas {
                 actions.push(Action::Scale(new_state.name.clone(), target));
             }
-            if !paused {
-                if rolling(deployment) {
-                    for (name, replicas) in scale_down_old(deployment, &old_states, &new_state) {
-                        actions.push(Action::Scale(name, replicas));
-                    }
-                } else {
-                    for r in old_states.iter().filter(|r| r.replicas > 0) {
-                        actions.push(Action::Scale(r.name.clone(), 0));
-                    }
+            if rolling(deployment) {
+                for (name, replicas) in scale_down_old(deployment, &old_states, &new_state) {
+                    actions.push(Action::Scale(name, replicas));
+                }
+            } else {
+                for r in old_states.iter().filter(|r| r.replicas > 0) {
+                    actions.push(Action::Scale(r.name.clone(), 0));
                 }
             }
         }
     }
     history_cleanup(deployment, &old, &mut actions);
     actions
+}
+
+/// A ReplicaSet that became the new one again (a rollback) takes the next revision, as
+/// upstream's `SetNewReplicaSetAnnotations`.
+fn sync_revision(new_rs: &Value, old: &[&Value], actions: &mut Vec<Action>) {
+    let max_old = old.iter().map(|rs| revision_of(rs)).max().unwrap_or(0);
+    if revision_of(new_rs) <= max_old {
+        actions.push(Action::SetRevision(name_of(new_rs), max_old + 1));
+    }
 }
 
 /// `cleanupDeployment`: old ReplicaSets with nothing left, beyond `revisionHistoryLimit`,

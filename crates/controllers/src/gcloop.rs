@@ -146,6 +146,18 @@ impl Shared {
     }
 }
 
+/// The collector's view of one owner reference.
+fn owner_ref(o: &k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference) -> OwnerRef {
+    OwnerRef {
+        api_version: o.api_version.clone(),
+        kind: o.kind.clone(),
+        name: o.name.clone(),
+        uid: o.uid.as_str().into(),
+        controller: o.controller.unwrap_or(false),
+        block_owner_deletion: o.block_owner_deletion.unwrap_or(false),
+    }
+}
+
 /// The collector's view of an object's metadata, as the resource `r` serves it.
 pub fn meta_of(r: &ApiResource, m: &ObjectMeta) -> Option<Meta> {
     let uid: Uid = m.uid.as_deref()?.into();
@@ -158,19 +170,7 @@ pub fn meta_of(r: &ApiResource, m: &ObjectMeta) -> Option<Meta> {
             name: m.name.clone().unwrap_or_default(),
             uid,
         },
-        owners: m
-            .owner_references
-            .iter()
-            .flatten()
-            .map(|o| OwnerRef {
-                api_version: o.api_version.clone(),
-                kind: o.kind.clone(),
-                name: o.name.clone(),
-                uid: o.uid.as_str().into(),
-                controller: o.controller.unwrap_or(false),
-                block_owner_deletion: o.block_owner_deletion.unwrap_or(false),
-            })
-            .collect(),
+        owners: m.owner_references.iter().flatten().map(owner_ref).collect(),
         being_deleted: m.deletion_timestamp.is_some(),
         orphan_finalizer: has(gc::ORPHAN),
         foreground_finalizer: has(gc::FOREGROUND),
@@ -220,7 +220,20 @@ pub async fn run_garbage_collector(client: Client, options: Options) {
         nodes = shared.graph().len(),
         "garbage collector synced"
     );
-    spawn_workers(&shared, options.workers);
+    crate::run::spawn_workers(
+        &shared,
+        &shared.deletes,
+        options.workers,
+        "garbagecollector",
+        |s, uid| async move { attempt_to_delete(&s, &uid).await },
+    );
+    crate::run::spawn_workers(
+        &shared,
+        &shared.orphans,
+        options.workers,
+        "garbagecollector-orphan",
+        |s, uid| async move { attempt_to_orphan(&s, &uid).await },
+    );
     loop {
         tokio::select! {
             () = tokio::time::sleep(options.discovery_period) => {}
@@ -380,39 +393,6 @@ async fn build_graph(
     }
 }
 
-fn spawn_workers(shared: &Arc<Shared>, workers: usize) {
-    for _ in 0..workers.max(1) {
-        for orphaning in [false, true] {
-            let s = Arc::clone(shared);
-            tokio::spawn(async move {
-                let queue = if orphaning {
-                    s.orphans.clone()
-                } else {
-                    s.deletes.clone()
-                };
-                while let Some(uid) = queue.get().await {
-                    let span = tracing::debug_span!("reconcile", controller = "garbagecollector", %uid, orphaning);
-                    let attempt = async {
-                        if orphaning {
-                            attempt_to_orphan(&s, &uid).await
-                        } else {
-                            attempt_to_delete(&s, &uid).await
-                        }
-                    };
-                    match tracing::Instrument::instrument(attempt, span).await {
-                        Ok(()) => queue.forget(&uid),
-                        Err(e) => {
-                            tracing::info!(%uid, orphaning, error = %e, "garbage collection failed; retrying");
-                            queue.add_rate_limited(uid.clone());
-                        }
-                    }
-                    queue.done(&uid);
-                }
-            });
-        }
-    }
-}
-
 /// The live metadata of `identity`, `None` when absent or replaced (another uid).
 async fn live(
     s: &Shared,
@@ -480,14 +460,7 @@ async fn attempt_to_delete(s: &Shared, uid: &str) -> Result<(), GcError> {
     let namespace = latest.metadata.namespace.clone().unwrap_or_default();
     let mut owners = Vec::new();
     for r in &refs {
-        let owner = OwnerRef {
-            api_version: r.api_version.clone(),
-            kind: r.kind.clone(),
-            name: r.name.clone(),
-            uid: r.uid.as_str().into(),
-            controller: r.controller.unwrap_or(false),
-            block_owner_deletion: r.block_owner_deletion.unwrap_or(false),
-        };
+        let owner = owner_ref(r);
         let state = classify(s, &owner, &namespace).await?;
         owners.push((owner, state));
     }

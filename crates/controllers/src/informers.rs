@@ -77,12 +77,7 @@ impl Indexes {
 }
 
 fn key_of<K: kube::Resource>(o: &K) -> String {
-    let m = o.meta();
-    format!(
-        "{}/{}",
-        m.namespace.as_deref().unwrap_or_default(),
-        m.name.as_deref().unwrap_or_default()
-    )
+    crate::run::object_key(o.meta())
 }
 
 /// The pod indexes the controllers use: by namespace, by controller (the controlling

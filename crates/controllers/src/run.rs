@@ -317,7 +317,7 @@ pub(crate) async fn adopt_and_release<K>(
 /// Starts `workers` workers taking keys off `queue` and running `sync` on each, in a
 /// span per reconcile: a success forgets the key's back-off, a failure retries it
 /// rate-limited.
-pub(crate) fn spawn_workers<S, F, Fut>(
+pub(crate) fn spawn_workers<S, F, Fut, E>(
     shared: &Arc<S>,
     queue: &WorkQueue<String>,
     workers: usize,
@@ -326,7 +326,8 @@ pub(crate) fn spawn_workers<S, F, Fut>(
 ) where
     S: Send + Sync + 'static,
     F: Fn(Arc<S>, String) -> Fut + Copy + Send + 'static,
-    Fut: std::future::Future<Output = Result<(), kube::Error>> + Send,
+    Fut: std::future::Future<Output = Result<(), E>> + Send,
+    E: std::fmt::Display,
 {
     for _ in 0..workers.max(1) {
         let s = Arc::clone(shared);
