@@ -14,6 +14,7 @@ declare -A PKGS=(
   [skopeo]=/usr/bin/skopeo
   [umoci]=/usr/bin/umoci
   [busybox-static]=/bin/busybox
+  [nginx]=/usr/sbin/nginx
   [iproute2]=/usr/sbin/ip
   [iptables]=/usr/sbin/iptables
   [protobuf-compiler]=/usr/bin/protoc
@@ -41,7 +42,7 @@ if ! $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/tmp/
 fi
 # Debian's packages may start their own daemons from init scripts; rkube runs its own
 # instances, so stop the ones this run just installed.
-for svc in etcd containerd docker-registry; do
+for svc in etcd containerd docker-registry nginx; do
   case " ${missing[*]} " in *" $svc "*|*" etcd-server "*)
     if command -v service >/dev/null 2>&1; then $SUDO service "$svc" stop >/dev/null 2>&1 || true; fi ;;
   esac

@@ -12,5 +12,5 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 # The e2e tests run the rkube binary; build it first (testkit's own `cargo build -p rkube`
 # is then a no-op instead of a build racing the first tests' timeouts).
-cargo build --locked -p rkube --bin rkube
+cargo build --locked -p rkube --bin rkube --bin rkube-pause
 cargo nextest run --workspace --locked --no-fail-fast "$@"

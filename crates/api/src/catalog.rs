@@ -60,6 +60,18 @@ pub struct SubresourceInfo {
     pub verbs: Vec<String>,
 }
 
+impl SubresourceInfo {
+    /// Whether this is a connect subresource (upstream's `rest.Connecter`: `pods/log`,
+    /// `exec`, `attach`, `portforward`, `proxy`), which streams instead of serving an
+    /// object of its kind.
+    pub fn is_connect(&self) -> bool {
+        matches!(
+            self.name.as_str(),
+            "log" | "exec" | "attach" | "portforward" | "proxy"
+        )
+    }
+}
+
 /// One resource of one group version.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResourceInfo {
@@ -268,7 +280,7 @@ const DEFS: &[Def] = &[
         short: &["no"],
         categories: &[],
         verbs: STANDARD_VERBS,
-        subs: &["status"],
+        subs: &["proxy", "status"],
         storage: "/registry/minions",
     },
     Def {
@@ -304,7 +316,16 @@ const DEFS: &[Def] = &[
         short: &["po"],
         categories: ALL,
         verbs: STANDARD_VERBS,
-        subs: &["status", "binding", "eviction"],
+        subs: &[
+            "attach",
+            "binding",
+            "eviction",
+            "exec",
+            "log",
+            "portforward",
+            "proxy",
+            "status",
+        ],
         storage: "/registry/pods",
     },
     Def {
@@ -753,6 +774,21 @@ fn subresource(parent: &Def, name: &str) -> SubresourceInfo {
         "token" => ("authentication.k8s.io", "v1", "TokenRequest", &["create"]),
         "finalize" => (parent.group, parent.version, parent.kind, &["update"]),
         "approval" => (parent.group, parent.version, parent.kind, STATUS_VERBS),
+        // The connect subresources (upstream's `rest.Connecter`s).
+        "log" => (parent.group, parent.version, parent.kind, &["get"]),
+        "exec" => ("", "v1", "PodExecOptions", &["create", "get"]),
+        "attach" => ("", "v1", "PodAttachOptions", &["create", "get"]),
+        "portforward" => ("", "v1", "PodPortForwardOptions", &["create", "get"]),
+        "proxy" => (
+            "",
+            "v1",
+            if parent.kind == "Node" {
+                "NodeProxyOptions"
+            } else {
+                "PodProxyOptions"
+            },
+            &["create", "delete", "get", "patch", "update"],
+        ),
         other => (parent.group, parent.version, other, &[]),
     };
     SubresourceInfo {

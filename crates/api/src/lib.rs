@@ -20,9 +20,11 @@
 pub mod catalog;
 pub mod cron;
 pub mod gofmt;
+pub mod jws;
 pub mod kinds;
 pub mod meta;
 pub mod openapi;
+pub mod qos;
 pub mod quota;
 pub mod schema;
 pub mod selector;

@@ -525,6 +525,184 @@ pub fn ensure_component_kubeconfigs(pki: &Pki, data_dir: &Path, url: &str) -> Re
     Ok(())
 }
 
+/// A client certificate of the client CA kept in the TLS directory as
+/// `client-<file>.crt`/`.key`, issued on first use.
+fn persistent_client_cert(
+    pki: &Pki,
+    file: &str,
+    cn: &str,
+    orgs: &[&str],
+) -> Result<(String, String), Error> {
+    let cert = pki.dir.join(format!("client-{file}.crt"));
+    let key = pki.dir.join(format!("client-{file}.key"));
+    if let (Ok(c), Ok(k)) = (
+        std::fs::read_to_string(&cert),
+        std::fs::read_to_string(&key),
+    ) {
+        return Ok((c, k));
+    }
+    let (c, k) = pki.issue_client(cn, orgs)?;
+    std::fs::write(&cert, &c).map_err(|e| Error::Config(format!("{}: {e}", cert.display())))?;
+    crate::pki::write_private_file(&key, &k)?;
+    Ok((c, k))
+}
+
+/// The API server's client identity towards kubelets (upstream's
+/// `--kubelet-client-certificate`): `kube-apiserver-kubelet-client` in `system:masters`,
+/// as a TLS client that does not verify kubelets' self-signed serving certificates
+/// (upstream's behaviour without `--kubelet-certificate-authority`).
+pub fn kubelet_client_tls(pki: &Pki) -> Result<std::sync::Arc<rustls::ClientConfig>, Error> {
+    use rustls::pki_types::pem::PemObject;
+    let (c, k) = persistent_client_cert(
+        pki,
+        "kube-apiserver-kubelet-client",
+        "kube-apiserver-kubelet-client",
+        &["system:masters"],
+    )?;
+    let certs = rustls::pki_types::CertificateDer::pem_slice_iter(c.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Error::Config(format!("kubelet client certificate: {e}")))?;
+    let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(k.as_bytes())
+        .map_err(|e| Error::Config(format!("kubelet client key: {e}")))?;
+    httpproxy::insecure_tls(Some((certs, key))).map_err(|e| Error::Config(e.to_string()))
+}
+
+/// The kubeconfig of the server's own node agent: `system:node:<name>` in
+/// `system:nodes`, signed by the client CA directly (the in-process agent needs no
+/// bootstrap token), at `path`.
+pub fn ensure_node_kubeconfig(
+    pki: &Pki,
+    path: &Path,
+    url: &str,
+    node_name: &str,
+) -> Result<(), Error> {
+    let cn = format!("{}{node_name}", auth::node::NODE_USER_PREFIX);
+    let (c, k) = persistent_client_cert(
+        pki,
+        &format!("node-{node_name}"),
+        &cn,
+        &[auth::attributes::NODES_GROUP],
+    )?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::Config(format!("{}: {e}", dir.display())))?;
+    }
+    pki.write_kubeconfig(path, url, &cn, &c, &k)
+}
+
+/// What a joining node needs before it trusts the server, published at every start:
+/// `kube-public/cluster-info` with a kubeconfig holding the server CA and URL, signed
+/// with the join token (upstream's bootstrap signer; `api::jws`), readable by the
+/// token's holders (and `system:anonymous` when anonymous requests are enabled, as
+/// kubeadm's `kubeadm:bootstrap-signer-clusterinfo`); and
+/// `kube-system/extension-apiserver-authentication` with the client CA (`client-ca-file`,
+/// as upstream's API server publishes it), readable by nodes so kubelets can verify the
+/// API server's client certificate.
+pub async fn publish_cluster_info(
+    registry: &Registry,
+    pki: &Pki,
+    url: &str,
+    token: &str,
+    opts: &WriteOptions,
+) -> Result<(), Error> {
+    let Some((id, secret)) = parse_token(token) else {
+        return Err(Error::Config("invalid join token".into()));
+    };
+    let read = |p: &Path| {
+        std::fs::read_to_string(p).map_err(|e| Error::Config(format!("{}: {e}", p.display())))
+    };
+    let server_ca = read(&pki.server_ca_cert)?;
+    let client_ca = read(&pki.client_ca_cert)?;
+    let kubeconfig = serde_yaml_ng::to_string(&json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "", "cluster": {
+            "certificate-authority-data": B64.encode(&server_ca),
+            "server": url,
+        }}],
+        "contexts": null,
+        "current-context": "",
+        "preferences": {},
+        "users": null,
+    }))
+    .map_err(|e| Error::Config(e.to_string()))?;
+    let mut data = serde_json::Map::new();
+    data.insert("kubeconfig".into(), json!(kubeconfig));
+    data.insert(
+        api::jws::signature_key(id),
+        json!(api::jws::detached_signature(&kubeconfig, id, secret)),
+    );
+    let rbac = "rbac.authorization.k8s.io";
+    let objects = [
+        (
+            "",
+            "configmaps",
+            "kube-public",
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "cluster-info", "namespace": "kube-public"},
+                "data": data}),
+        ),
+        (
+            "",
+            "configmaps",
+            "kube-system",
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "extension-apiserver-authentication", "namespace": "kube-system"},
+                "data": {"client-ca-file": client_ca}}),
+        ),
+        (
+            rbac,
+            "roles",
+            "kube-public",
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                "metadata": {"name": "kubeadm:bootstrap-signer-clusterinfo", "namespace": "kube-public"},
+                "rules": [{"apiGroups": [""], "resources": ["configmaps"],
+                    "resourceNames": ["cluster-info"], "verbs": ["get"]}]}),
+        ),
+        (
+            rbac,
+            "rolebindings",
+            "kube-public",
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "kubeadm:bootstrap-signer-clusterinfo", "namespace": "kube-public"},
+            "roleRef": {"apiGroup": rbac, "kind": "Role", "name": "kubeadm:bootstrap-signer-clusterinfo"},
+            "subjects": [
+                {"apiGroup": rbac, "kind": "User", "name": "system:anonymous"},
+                {"apiGroup": rbac, "kind": "Group", "name": JOIN_GROUP},
+            ]}),
+        ),
+        (
+            rbac,
+            "rolebindings",
+            "kube-system",
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": {"name": "rkube:nodes-read-client-ca", "namespace": "kube-system"},
+                "roleRef": {"apiGroup": rbac, "kind": "Role", "name": "extension-apiserver-authentication-reader"},
+                "subjects": [{"apiGroup": rbac, "kind": "Group", "name": auth::attributes::NODES_GROUP}]}),
+        ),
+    ];
+    for (group, plural, ns, obj) in objects {
+        let Some(r) = registry.lookup(group, "v1", plural) else {
+            continue;
+        };
+        let name = obj["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let result = match registry.create(&r, Some(ns), obj.clone(), opts).await {
+            Err(e) if e.code == 409 => registry
+                .replace(&r, Some(ns), &name, None, obj, opts)
+                .await
+                .map(|_| ()),
+            other => other.map(|_| ()),
+        };
+        if let Err(e) = result {
+            tracing::warn!(error = %e.message, plural, %name, "cannot publish cluster information");
+        }
+    }
+    Ok(())
+}
+
 /// The join token (`DIR/token`, `<id>.<secret>`), created once, and its bootstrap Secret
 /// plus the bindings that let its holders request node certificates, made sure at every
 /// start.

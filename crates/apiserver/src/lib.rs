@@ -360,6 +360,7 @@ pub async fn start(
         request_timeout: config.request_timeout,
         min_request_timeout: config.min_request_timeout,
         audit,
+        kubelet_tls: Some(csr::kubelet_client_tls(&pki)?),
     });
 
     let kubeconfig = config.data_dir.join("admin.kubeconfig");
@@ -372,7 +373,9 @@ pub async fn start(
     bootstrap(&registry).await;
     tokio::spawn(crds::run(Arc::clone(&registry)));
     csr::ensure_component_kubeconfigs(&pki, &config.data_dir, &url)?;
-    csr::ensure_join_token(&registry, &config.data_dir, &system_write_options()).await?;
+    let join_token =
+        csr::ensure_join_token(&registry, &config.data_dir, &system_write_options()).await?;
+    csr::publish_cluster_info(&registry, &pki, &url, &join_token, &system_write_options()).await?;
     tokio::spawn(csr::run(Arc::clone(&registry), csr_authz, pki.clone()));
     srv.ready.store(true, Ordering::SeqCst);
     let compactor = (!config.compaction_interval.is_zero())

@@ -32,6 +32,16 @@ enum Command {
     /// Simulate nodes (like kwok) for scale tests: Nodes, Leases and running pods
     /// without containers.
     SimNodes(Box<cmd::simnodes::SimNodesArgs>),
+    /// Run a node (kubelet on containerd) that joins a server with its token.
+    Agent(Box<cmd::agent::AgentArgs>),
+    /// Remove every pod of a stopped agent from its containerd, unmount what it left and
+    /// delete its bridge (as k3s-killall.sh).
+    Killall(cmd::agent::KillallArgs),
+    /// Build OCI image archives and import them into the node's containerd.
+    Image {
+        #[command(subcommand)]
+        which: cmd::image::ImageCommand,
+    },
     /// Run a benchmark and print its figures.
     Bench {
         #[command(subcommand)]
@@ -80,6 +90,18 @@ fn main() -> anyhow::Result<()> {
                 .build()?;
             rt.block_on(cmd::simnodes::run(*args))
         }
+        Command::Agent(args) => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
+            .block_on(cmd::agent::run(*args)),
+        Command::Killall(args) => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
+            .block_on(cmd::agent::killall(args)),
+        Command::Image { which } => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+            .block_on(cmd::image::run(which)),
         Command::Bench { which } => {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

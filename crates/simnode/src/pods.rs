@@ -4,78 +4,12 @@
 use std::collections::HashSet;
 use std::net::Ipv4Addr;
 
-use api::kinds::validate::quantity::Quantity;
 use k8s_openapi::api::core::v1::{Container, Pod};
 use serde_json::{Value, json};
 
-/// Upstream's `ComputePodQOS` (container-level resources; pod-level resources are behind
-/// a gate that is off in 1.33): `BestEffort` without any cpu/memory request or limit,
-/// `Guaranteed` when every container limits both and the summed requests equal the summed
-/// limits, else `Burstable`.
+/// Upstream's `ComputePodQOS` ([`api::qos`]).
 pub fn qos_class(pod: &Pod) -> &'static str {
-    let Some(spec) = pod.spec.as_ref() else {
-        return "BestEffort";
-    };
-    let mut requests: Vec<(&str, Quantity)> = Vec::new();
-    let mut limits: Vec<(&str, Quantity)> = Vec::new();
-    let mut guaranteed = true;
-    fn add<'a>(acc: &mut Vec<(&'a str, Quantity)>, name: &'a str, q: Quantity) {
-        match acc.iter_mut().find(|(n, _)| *n == name) {
-            Some((_, v)) => *v = v.add(&q),
-            None => acc.push((name, q)),
-        }
-    }
-    let containers = spec
-        .containers
-        .iter()
-        .chain(spec.init_containers.iter().flatten());
-    for c in containers {
-        let res = c.resources.as_ref();
-        for (name, q) in res.and_then(|r| r.requests.as_ref()).into_iter().flatten() {
-            if name != "cpu" && name != "memory" {
-                continue;
-            }
-            if let Ok(q) = Quantity::parse(&q.0)
-                && q > Quantity::zero()
-            {
-                add(&mut requests, name, q);
-            }
-        }
-        let mut found = (false, false);
-        for (name, q) in res.and_then(|r| r.limits.as_ref()).into_iter().flatten() {
-            if name != "cpu" && name != "memory" {
-                continue;
-            }
-            if let Ok(q) = Quantity::parse(&q.0)
-                && q > Quantity::zero()
-            {
-                if name == "cpu" {
-                    found.0 = true;
-                } else {
-                    found.1 = true;
-                }
-                add(&mut limits, name, q);
-            }
-        }
-        if found != (true, true) {
-            guaranteed = false;
-        }
-    }
-    if requests.is_empty() && limits.is_empty() {
-        return "BestEffort";
-    }
-    if guaranteed {
-        guaranteed = requests.iter().all(|(name, req)| {
-            limits
-                .iter()
-                .any(|(n, lim)| n == name && lim.cmp(req).is_eq())
-        });
-    }
-    if guaranteed && requests.len() == limits.len() {
-        "Guaranteed"
-    } else {
-        "Burstable"
-    }
+    api::qos::of_pod(pod).as_str()
 }
 
 /// What the running status of a pod needs from its spec and current status, kept only

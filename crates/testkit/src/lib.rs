@@ -9,7 +9,10 @@
 
 pub mod etcd;
 pub mod https;
+pub mod images;
+pub mod node;
 pub mod pki;
+pub mod registry;
 pub mod rkube;
 pub mod simnodes;
 

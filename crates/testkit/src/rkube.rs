@@ -22,7 +22,16 @@ pub fn rkube_binary() -> PathBuf {
             .unwrap_or_else(|| panic!("unexpected test binary location {}", exe.display()));
         let bin = profile_dir.join("rkube");
         let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-        cargo.args(["build", "-q", "-p", "rkube", "--bin", "rkube"]);
+        cargo.args([
+            "build",
+            "-q",
+            "-p",
+            "rkube",
+            "--bin",
+            "rkube",
+            "--bin",
+            "rkube-pause",
+        ]);
         // The variables cargo sets for this test crate must not reach the nested build:
         // build scripts that watch them (ring's watches CARGO_MANIFEST_DIR) would see a
         // change, rebuild, and make the next outer build rebuild again.
@@ -108,6 +117,8 @@ pub struct RkubeServer {
     extra: Vec<String>,
     /// `RUST_LOG` of the server (`RKUBE_TEST_LOG`, else `info`, unless set here).
     log_filter: Option<String>,
+    /// Whether the server runs its own node agent (containerd child, real pods).
+    agent: bool,
 }
 
 impl RkubeServer {
@@ -124,8 +135,12 @@ impl RkubeServer {
     /// Starts a server with extra flags and its own log filter (e.g. `debug`, for tests
     /// that check what the log does not contain).
     pub fn start_logging(extra: &[&str], log_filter: Option<&str>) -> RkubeServer {
+        Self::launch("rkube-server-", extra, log_filter, false)
+    }
+
+    fn launch(prefix: &str, extra: &[&str], log_filter: Option<&str>, agent: bool) -> RkubeServer {
         let dir = tempfile::Builder::new()
-            .prefix("rkube-server-")
+            .prefix(prefix)
             .tempdir()
             .unwrap_or_else(|e| panic!("tempdir: {e}"));
         let home = dir.path().join("home");
@@ -138,9 +153,28 @@ impl RkubeServer {
             dir,
             extra: extra.iter().map(|s| s.to_string()).collect(),
             log_filter: log_filter.map(str::to_string),
+            agent,
         };
         s.spawn();
         s
+    }
+
+    /// Starts a server WITH its node agent (containerd started by rkube, real pods): the
+    /// caller passes the node flags (`--node-name`, `--kubelet-port`, `--cluster-cidr`,
+    /// `--registry-mirror`, …; see [`crate::node::NodeCluster`]). On drop the server is
+    /// stopped gracefully and `rkube killall` removes its pods, containerd and bridge.
+    pub fn start_with_agent(extra: &[&str]) -> RkubeServer {
+        Self::launch("rkube-node-", extra, None, true)
+    }
+
+    /// The server's data directory.
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// The pid of the server process.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
     }
 
     fn spawn(&mut self) {
@@ -160,8 +194,8 @@ impl RkubeServer {
                 &self.port.to_string(),
                 "--bind-address",
                 "127.0.0.1",
-                "--disable-agent",
             ])
+            .args((!self.agent).then_some("--disable-agent"))
             .args(&self.extra)
             .env(
                 "RUST_LOG",
@@ -246,6 +280,30 @@ impl RkubeServer {
     /// Stops the server (SIGKILL) and starts it again on the same data dir and port.
     pub fn restart(&mut self) {
         self.kill();
+        self.spawn();
+    }
+
+    /// Stops the server with SIGTERM (the agent stops its containerd; pods keep running)
+    /// and waits at most `timeout`, then SIGKILL.
+    pub fn stop_gracefully(&mut self, timeout: Duration) {
+        if let Some(mut c) = self.child.take() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &c.id().to_string()])
+                .status();
+            let deadline = Instant::now() + timeout;
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = c.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts a stopped server again on the same data dir and port.
+    pub fn start_again(&mut self) {
         self.spawn();
     }
 
@@ -403,6 +461,24 @@ fn get_json_args<'a>(args: &[&'a str]) -> Vec<&'a str> {
 
 impl Drop for RkubeServer {
     fn drop(&mut self) {
-        self.kill();
+        if self.agent {
+            self.stop_gracefully(Duration::from_secs(20));
+            let agent_dir = self.dir.path().join("data").join("agent");
+            match Command::new(rkube_binary())
+                .args(["killall", "--data-dir"])
+                .arg(&agent_dir)
+                .output()
+            {
+                Ok(o) if o.status.success() => {}
+                Ok(o) => eprintln!(
+                    "rkube killall {}: {}",
+                    agent_dir.display(),
+                    String::from_utf8_lossy(&o.stderr)
+                ),
+                Err(e) => eprintln!("rkube killall: {e}"),
+            }
+        } else {
+            self.kill();
+        }
     }
 }

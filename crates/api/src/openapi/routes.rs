@@ -492,7 +492,9 @@ impl Routes {
                 .map(str::to_string),
         };
         self.add_main(&target);
-        for sub in &resource.subresources {
+        // Connect subresources stream bytes, not objects of their kind: they have no
+        // operations here (their `*Options` kinds have no definitions).
+        for sub in resource.subresources.iter().filter(|s| !s.is_connect()) {
             let def = schemas
                 .definition_for(&sub.group, &sub.version, &sub.kind)
                 .map(str::to_string)

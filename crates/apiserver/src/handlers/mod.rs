@@ -1,6 +1,7 @@
 //! Request handling: authentication, routing and the non-resource endpoints. Resource
 //! verbs are in [`read`] and [`write`].
 
+mod connect;
 mod eviction;
 mod read;
 mod write;
@@ -43,6 +44,9 @@ pub struct Server {
     pub min_request_timeout: Duration,
     /// The audit log (`--audit-policy-file` and `--audit-log-path`).
     pub audit: Option<Arc<crate::audit::Auditor>>,
+    /// The TLS client (with the API server's kubelet client certificate) for
+    /// `pods/log|exec|attach|portforward` and `nodes/proxy`.
+    pub kubelet_tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 /// The audit record of a request in flight (filled once the user is known).
@@ -243,7 +247,15 @@ impl Server {
             namespace = %info.namespace,
             name = %info.name,
         );
-        let is_watch = info.verb == "watch";
+        // Upstream's long-running requests: watches and the connect subresources stream
+        // for as long as the client wants.
+        let is_watch = info.verb == "watch"
+            || (info.resource == "pods"
+                && matches!(
+                    info.subresource.as_str(),
+                    "log" | "exec" | "attach" | "portforward" | "proxy"
+                ))
+            || (info.resource == "nodes" && info.subresource == "proxy");
         // The request's warnings: admission plugins add to them, every answer carries them.
         let warnings = admission::Warnings::default();
         req.extensions_mut().insert(warnings.clone());
@@ -692,6 +704,12 @@ impl Server {
         let ns =
             (r.info.namespaced && !info.namespace.is_empty()).then_some(info.namespace.as_str());
         let sub = (!subresource.is_empty()).then_some(subresource.as_str());
+        if let Some(s) = sub
+            && r.info.group.is_empty()
+            && connect::is_connect(&r.info.plural, s)
+        {
+            return connect::connect(self, &r, ns, &name, s, req, query).await;
+        }
         match info.verb.as_str() {
             "get" => read::get(self, &r, ns, &name, sub, req.headers(), query).await,
             "list" => read::list(self, &r, ns, req.headers(), query).await,

@@ -47,6 +47,8 @@ pub struct ServerArgs {
     #[arg(long, action = clap::ArgAction::Set)]
     pub leader_elect: Option<bool>,
     #[command(flatten)]
+    pub node: super::agent::NodeOptions,
+    #[command(flatten)]
     pub controllers: super::components::ControllerOptions,
     #[command(flatten)]
     pub scheduler: super::components::SchedulerOptions,
@@ -344,13 +346,38 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
             component_ended("scheduler", r);
         });
     }
-    if !args.disable_agent {
-        tracing::warn!("the local node agent is not available yet; running the control plane only");
-    }
+    let agent = if args.disable_agent {
+        None
+    } else {
+        // The server's own node: credentials signed directly by the client CA.
+        let agent_dir = args.data_dir.join("agent");
+        let name = args
+            .node
+            .node_name
+            .clone()
+            .unwrap_or_else(super::agent::hostname);
+        let kubeconfig = agent_dir.join("kubelet.kubeconfig");
+        apiserver::csr::ensure_node_kubeconfig(&running.pki, &kubeconfig, &running.url, &name)?;
+        let cfg = super::agent::agent_config(
+            &args.node,
+            &agent_dir,
+            kubeconfig,
+            Some(running.pki.client_ca_cert.clone()),
+        )?;
+        let stop = stop_tx.subscribe();
+        Some(tokio::spawn(async move {
+            if let Err(e) = kubelet::agent::run(cfg, stop).await {
+                tracing::error!(error = %e, "node agent stopped");
+            }
+        }))
+    };
     shutdown_signal().await;
     tracing::info!("shutting down");
     // Components release their leases first.
     let _ = stop_tx.send(true);
+    if let Some(agent) = agent {
+        let _ = tokio::time::timeout(Duration::from_secs(15), agent).await;
+    }
     tokio::time::sleep(Duration::from_millis(200)).await;
     running.stop().await;
     Ok(())

@@ -27,7 +27,7 @@ mod webhooks;
 
 use serde_json::{Map, Value};
 
-use super::validate::quantity::{self, Quantity};
+use super::validate::quantity;
 
 pub use strategy::{
     prepare_for_create, prepare_for_ephemeral_containers_update, prepare_for_status_update,
@@ -129,9 +129,4 @@ pub(crate) fn resource_list(m: &mut Map<String, Value>, key: &str) {
             canonical_quantity(v, true);
         }
     }
-}
-
-/// A quantity of a JSON value (for the strategies' QoS computation).
-pub(crate) fn quantity_of(v: &Value) -> Option<Quantity> {
-    quantity::from_json(v)?.ok()
 }

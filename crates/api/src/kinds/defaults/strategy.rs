@@ -3,8 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{apply, ensure_obj, obj_mut, quantity_of};
-use crate::kinds::validate::quantity::Quantity;
+use super::{apply, ensure_obj, obj_mut};
 
 /// Kinds whose strategy sets `metadata.generation` to 1 on create and bumps it when the
 /// spec changes.
@@ -490,65 +489,7 @@ fn drop_disabled_fields(group: &str, kind: &str, new: &mut Value, old: Option<&V
 
 /// `qos.GetPodQOS`.
 fn pod_qos(spec: &Value) -> &'static str {
-    let mut requests: Vec<(String, Quantity)> = Vec::new();
-    let mut limits: Vec<(String, Quantity)> = Vec::new();
-    let mut guaranteed = true;
-    let add = |acc: &mut Vec<(String, Quantity)>, name: &str, q: Quantity| match acc
-        .iter_mut()
-        .find(|(n, _)| n == name)
-    {
-        Some((_, v)) => *v = v.add(&q),
-        None => acc.push((name.to_string(), q)),
-    };
-    for key in ["containers", "initContainers"] {
-        for c in spec
-            .get(key)
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-            .unwrap_or_default()
-        {
-            let res = c.get("resources");
-            let mut found = Vec::new();
-            for (which, acc) in [("requests", &mut requests), ("limits", &mut limits)] {
-                let Some(list) = res.and_then(|r| r.get(which)).and_then(Value::as_object) else {
-                    continue;
-                };
-                for (name, v) in list {
-                    if name != "cpu" && name != "memory" {
-                        continue;
-                    }
-                    if let Some(q) = quantity_of(v).filter(|q| *q > Quantity::zero()) {
-                        add(acc, name, q);
-                        if which == "limits" {
-                            found.push(name.clone());
-                        }
-                    }
-                }
-            }
-            if !(found.iter().any(|n| n == "cpu") && found.iter().any(|n| n == "memory")) {
-                guaranteed = false;
-            }
-        }
-    }
-    if requests.is_empty() && limits.is_empty() {
-        return "BestEffort";
-    }
-    if guaranteed {
-        for (name, req) in &requests {
-            match limits.iter().find(|(n, _)| n == name) {
-                Some((_, lim)) if lim.cmp(req).is_eq() => {}
-                _ => {
-                    guaranteed = false;
-                    break;
-                }
-            }
-        }
-    }
-    if guaranteed && requests.len() == limits.len() {
-        "Guaranteed"
-    } else {
-        "Burstable"
-    }
+    crate::qos::of_spec_json(spec).as_str()
 }
 
 /// `mutatePodAffinity`: `matchLabelKeys`/`mismatchLabelKeys` become selector requirements.
