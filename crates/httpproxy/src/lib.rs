@@ -8,8 +8,17 @@
 //! `101 Switching Protocols`, the two upgraded connections are spliced together byte for
 //! byte — neither hop needs to understand the streaming protocol.
 //!
+//! The API server also answers kubectl ≥ 1.30's WebSocket upgrades, which no runtime
+//! streaming server speaks: [`ws`] is the server side of WebSocket (handshake, frames,
+//! the port-forward SPDY tunnel), [`spdy`] the client side of SPDY/3.1 framing, and
+//! [`translate`] turns a `v5.channel.k8s.io` exec/attach session into SPDY.
+//!
 //! **Invariant:** a hop never buffers a whole body: logs followed with `-f` and exec
 //! sessions run for as long as the client keeps them open.
+
+pub mod spdy;
+pub mod translate;
+pub mod ws;
 
 use std::convert::Infallible;
 use std::pin::Pin;

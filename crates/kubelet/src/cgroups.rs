@@ -517,6 +517,18 @@ impl CgroupFs {
     fn remove(&self, name: &str) -> Result<(), Error> {
         let mut dirs = self.dirs(name);
         dirs.reverse();
+        // On a hybrid (v1 + `unified`) host runc also makes the path in the v2 hierarchy;
+        // it is not ours to configure, but it goes with the pod.
+        if let Layout::V1(_) = self.layout {
+            let rel = cgroupfs_path(&self.cgroup_root, name);
+            let unified = self
+                .mount_root
+                .join("unified")
+                .join(rel.trim_start_matches('/'));
+            if unified.is_dir() {
+                dirs.push(unified);
+            }
+        }
         for dir in dirs {
             remove_dir(&dir)?;
         }

@@ -2,7 +2,17 @@
 //! `pods/attach`, `pods/portforward` and `nodes/proxy` are forwarded to the kubelet of the
 //! pod's node (its InternalIP and `status.daemonEndpoints.kubeletEndpoint.Port`), over
 //! TLS with the API server's kubelet client certificate; `pods/proxy` goes to the pod's
-//! IP. Upgrades (SPDY, WebSocket) are spliced through [`httpproxy`]; logs stream.
+//! IP. Upgrades (SPDY, WebSocket with the legacy channel protocols) are spliced through
+//! [`httpproxy`]; logs stream, and a kubelet's error answer to them becomes a `Status`.
+//!
+//! kubectl ≥ 1.30 speaks WebSocket first, which the runtime's streaming server does not
+//! (it knows SPDY and the channel protocols up to v4), so the API server answers those
+//! upgrades itself, as upstream does: exec/attach with `v5.channel.k8s.io` are
+//! translated to SPDY `v4.channel.k8s.io` towards the kubelet
+//! ([`httpproxy::translate`], upstream's `StreamTranslatorProxy`), and port-forward with
+//! `SPDY/3.1+portforward.k8s.io` unwraps the SPDY tunnelled in WebSocket messages
+//! ([`httpproxy::ws::tunnel`], upstream's `TunnelingHandler`). kubectl 1.27–1.29 use
+//! SPDY, spliced end to end.
 //!
 //! The checks before forwarding are upstream's (`pkg/registry/core/pod/strategy.go`
 //! `LogLocation`/`streamLocation`, `pkg/api/pod/util.go` container validation), with the
@@ -15,6 +25,7 @@ use api::ApiError;
 use api::status::{FieldError, Reason};
 use http::{Request, Response, StatusCode, Uri};
 use http_body_util::BodyExt;
+use hyper_util::rt::TokioIo;
 use serde_json::Value;
 
 use super::Server;
@@ -98,15 +109,263 @@ pub(crate) async fn connect(
             }
             let container = pick_container(&obj, name, query.get("container"), false)?;
             let path = format!("/{sub}/{namespace}/{name}/{container}");
-            format!("{path}?{}", stream_params(query, sub == "exec")?)
+            let target = format!("{path}?{}", stream_params(query, sub == "exec")?);
+            if httpproxy::ws::is_websocket(req.headers())
+                && httpproxy::ws::subprotocols(req.headers())
+                    .iter()
+                    .any(|p| p == httpproxy::translate::V5)
+            {
+                let streams = httpproxy::translate::Streams {
+                    stdin: query.flag("stdin")?,
+                    stdout: query.flag("stdout")?,
+                    stderr: query.flag("stderr")?,
+                    tty: query.flag("tty")?,
+                };
+                return translate_v5(server, &host, port, target, streams, req).await;
+            }
+            target
         }
         "portforward" => {
             let path = format!("/portForward/{namespace}/{name}");
-            with_query(&path, req.uri().query())
+            let target = with_query(&path, req.uri().query());
+            if httpproxy::ws::is_websocket(req.headers()) {
+                let spdy = httpproxy::ws::tunnel_protocols(req.headers());
+                if !spdy.is_empty() {
+                    return tunnel_spdy(server, &host, port, target, &spdy, req).await;
+                }
+            }
+            target
         }
         _ => return Err(ApiError::path_not_found()),
     };
-    forward(server, &host, port, true, target, req).await
+    let resp = forward(server, &host, port, true, target, req).await?;
+    if sub == "log" && !resp.status().is_success() {
+        return Err(kubelet_error(resp).await);
+    }
+    Ok(resp)
+}
+
+/// A kubelet's error answer to `containerLogs` as upstream's
+/// `GenericHttpResponseChecker`: 400 → BadRequest and 500 → InternalError with the
+/// kubelet's text as the message, anything else with its code.
+async fn kubelet_error(resp: Response<Body>) -> ApiError {
+    let status = resp.status();
+    let bytes =
+        match tokio::time::timeout(Duration::from_secs(10), resp.into_body().collect()).await {
+            Ok(Ok(c)) => c.to_bytes(),
+            _ => Default::default(),
+        };
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_ERROR_BODY)])
+        .trim()
+        .to_string();
+    match status.as_u16() {
+        400 => bad_request(text),
+        500 => ApiError::internal(text),
+        404 => ApiError::new(404, Reason::NotFound, text),
+        401 => ApiError::new(401, Reason::Unauthorized, text),
+        403 => ApiError::new(403, Reason::Forbidden, text),
+        code => ApiError::new(code, Reason::InternalError, text),
+    }
+}
+
+/// How much of a kubelet's error answer becomes the message (upstream's `maxReadLength`).
+const MAX_ERROR_BODY: usize = 50_000;
+
+/// The kubelet's side of a WebSocket request the API server answers itself: the
+/// kubelet switched to SPDY (both upgrades still to be awaited), or its refusal.
+enum KubeletUpgrade {
+    Switched {
+        client: hyper::upgrade::OnUpgrade,
+        backend: hyper::upgrade::OnUpgrade,
+        /// The protocol the kubelet chose (`X-Stream-Protocol-Version`).
+        chosen: Option<String>,
+        /// The client's `Sec-WebSocket-Key`.
+        key: String,
+    },
+    Refused(Response<Body>),
+}
+
+/// Asks the kubelet to switch `target` to SPDY with `protocols` in place of the
+/// client's WebSocket upgrade (upstream's `createSPDYRequest`: the WebSocket headers
+/// dropped, `POST`, `Upgrade: SPDY/3.1`, one `X-Stream-Protocol-Version` per protocol).
+async fn spdy_to_kubelet(
+    server: &Arc<Server>,
+    host: &str,
+    port: u16,
+    target: String,
+    protocols: &[String],
+    mut req: Request<ReqBody>,
+) -> Result<KubeletUpgrade, ApiError> {
+    let key = req
+        .headers()
+        .get(http::header::SEC_WEBSOCKET_KEY)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .ok_or_else(|| bad_request("unable to upgrade: missing Sec-WebSocket-Key"))?;
+    let tls = server.kubelet_tls.as_ref().ok_or_else(|| {
+        ApiError::new(
+            500,
+            Reason::InternalError,
+            "the API server has no kubelet client identity",
+        )
+    })?;
+    let io = httpproxy::dial(host, port, Some(tls), DIAL_TIMEOUT)
+        .await
+        .map_err(|e| unavailable(&e.to_string()))?;
+    let client = hyper::upgrade::on(&mut req);
+    let mut headers = httpproxy::forwarded_headers(req.headers(), false);
+    for h in [
+        http::header::SEC_WEBSOCKET_PROTOCOL,
+        http::header::SEC_WEBSOCKET_KEY,
+        http::header::SEC_WEBSOCKET_VERSION,
+        http::header::SEC_WEBSOCKET_EXTENSIONS,
+        http::header::CONTENT_LENGTH,
+    ] {
+        headers.remove(h);
+    }
+    headers.remove("x-stream-protocol-version");
+    let mut builder = Request::builder().method("POST").uri(target);
+    for (k, v) in headers.iter() {
+        builder = builder.header(k, v);
+    }
+    for p in protocols {
+        builder = builder.header("X-Stream-Protocol-Version", p.as_str());
+    }
+    let out = builder
+        .header(http::header::HOST, authority(host, port))
+        .header(http::header::CONNECTION, "Upgrade")
+        .header(http::header::UPGRADE, "SPDY/3.1")
+        .body(httpproxy::empty())
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    let mut resp = httpproxy::roundtrip(io, out, None)
+        .await
+        .map_err(|e| unavailable(&e.to_string()))?;
+    if resp.status() != StatusCode::SWITCHING_PROTOCOLS {
+        let (parts, body) = resp.into_parts();
+        let body = httpproxy::streaming_body(body).boxed_unsync();
+        return Ok(KubeletUpgrade::Refused(Response::from_parts(parts, body)));
+    }
+    let header = |name: &str| {
+        resp.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_ascii_lowercase)
+            .unwrap_or_default()
+    };
+    if !header("connection").contains("upgrade") || !header("upgrade").contains("spdy/3.1") {
+        return Err(ApiError::internal(
+            "unable to upgrade: missing upgrade headers in response",
+        ));
+    }
+    let chosen = resp
+        .headers()
+        .get("x-stream-protocol-version")
+        .and_then(|v| v.to_str().ok())
+        .map(|p| p.trim().to_string())
+        .filter(|p| !p.is_empty());
+    let backend = hyper::upgrade::on(&mut resp);
+    Ok(KubeletUpgrade::Switched {
+        client,
+        backend,
+        chosen,
+        key,
+    })
+}
+
+/// The `101` completing the client's WebSocket handshake with `protocol`.
+fn websocket_accepted(key: &str, protocol: Option<&str>) -> Result<Response<Body>, ApiError> {
+    let mut answer = Response::builder()
+        .status(StatusCode::SWITCHING_PROTOCOLS)
+        .header(http::header::CONNECTION, "Upgrade")
+        .header(http::header::UPGRADE, "websocket")
+        .header(
+            http::header::SEC_WEBSOCKET_ACCEPT,
+            httpproxy::ws::accept_key(key),
+        );
+    if let Some(p) = protocol {
+        answer = answer.header(http::header::SEC_WEBSOCKET_PROTOCOL, p);
+    }
+    answer
+        .body(crate::http::empty())
+        .map_err(|e| ApiError::internal(e.to_string()))
+}
+
+/// `kubectl port-forward` ≥ 1.30: SPDY tunnelled in WebSocket binary messages
+/// (subprotocol `SPDY/3.1+portforward.k8s.io`), as upstream's `TunnelingHandler`. The
+/// kubelet is asked for a plain SPDY upgrade with the tunnelled protocols; on its `101`
+/// the client gets the WebSocket handshake naming the protocol the kubelet chose, and
+/// [`httpproxy::ws::tunnel`] moves the bytes; any other answer is passed through.
+async fn tunnel_spdy(
+    server: &Arc<Server>,
+    host: &str,
+    port: u16,
+    target: String,
+    spdy: &[String],
+    req: Request<ReqBody>,
+) -> Result<Response<Body>, ApiError> {
+    let (client, backend, chosen, key) =
+        match spdy_to_kubelet(server, host, port, target, spdy, req).await? {
+            KubeletUpgrade::Refused(r) => return Ok(r),
+            KubeletUpgrade::Switched {
+                client,
+                backend,
+                chosen,
+                key,
+            } => (client, backend, chosen, key),
+        };
+    tokio::spawn(async move {
+        match futures::future::try_join(client, backend).await {
+            Ok((client, backend)) => {
+                httpproxy::ws::tunnel(TokioIo::new(client), TokioIo::new(backend)).await;
+            }
+            Err(e) => tracing::debug!(error = %e, "port-forward tunnel upgrade failed"),
+        }
+    });
+    let protocol = chosen.map(|p| format!("{}{p}", httpproxy::ws::SPDY_TUNNEL_PREFIX));
+    websocket_accepted(&key, protocol.as_deref())
+}
+
+/// `kubectl exec|attach` ≥ 1.30 (`v5.channel.k8s.io`), as upstream's
+/// `StreamTranslatorProxy`: SPDY `v4.channel.k8s.io` towards the kubelet (which splices
+/// it to the runtime), [`httpproxy::translate`] between the two. A kubelet refusing the
+/// upgrade is passed through (kubectl then falls back to SPDY and sees the same error).
+async fn translate_v5(
+    server: &Arc<Server>,
+    host: &str,
+    port: u16,
+    target: String,
+    streams: httpproxy::translate::Streams,
+    req: Request<ReqBody>,
+) -> Result<Response<Body>, ApiError> {
+    let v4 = [httpproxy::translate::V4.to_string()];
+    let (client, backend, key) = match spdy_to_kubelet(server, host, port, target, &v4, req).await?
+    {
+        KubeletUpgrade::Refused(r) => return Ok(r),
+        KubeletUpgrade::Switched {
+            client,
+            backend,
+            key,
+            ..
+        } => (client, backend, key),
+    };
+    tokio::spawn(async move {
+        match futures::future::try_join(client, backend).await {
+            Ok((client, backend)) => {
+                httpproxy::translate::run(TokioIo::new(client), TokioIo::new(backend), streams)
+                    .await;
+            }
+            Err(e) => tracing::debug!(error = %e, "exec translation upgrade failed"),
+        }
+    });
+    websocket_accepted(&key, Some(httpproxy::translate::V5))
+}
+
+fn authority(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
 }
 
 /// `/api/v1/pods/<ns>/<name>/proxy[/rest]`: the pod's IP, port from `name:port` or
@@ -382,12 +641,7 @@ async fn forward(
     for (k, v) in httpproxy::forwarded_headers(&parts.headers, upgrade).iter() {
         builder = builder.header(k, v);
     }
-    let authority = if host.contains(':') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
-    };
-    builder = builder.header(http::header::HOST, authority);
+    builder = builder.header(http::header::HOST, authority(host, port));
     let out = builder
         .body(body.map_err(|e| -> Box<dyn std::error::Error + Send + Sync> { Box::new(e) }))
         .map_err(|e| ApiError::internal(e.to_string()))?;

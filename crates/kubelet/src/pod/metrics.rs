@@ -1,12 +1,39 @@
 //! The pod lifecycle's metrics: `kubelet_pod_start_duration_seconds` (upstream's
-//! buckets), rendered in the Prometheus text format for the kubelet's `/metrics`.
+//! buckets) and `kubelet_pod_start_stage_duration_seconds{stage}` (ours: where a pod
+//! start's time goes inside the kubelet), rendered in the Prometheus text format for the
+//! kubelet's `/metrics`.
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 /// Upstream's buckets of `kubelet_pod_start_duration_seconds`.
 pub const POD_START_BUCKETS: &[f64] = &[
     0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 20.0, 30.0, 45.0, 60.0, 120.0, 180.0, 240.0,
     300.0, 360.0, 480.0, 600.0, 900.0, 1200.0, 1800.0, 2700.0, 3600.0,
+];
+
+/// Buckets of the per-stage histogram (upstream's runtime operation buckets).
+pub const STAGE_BUCKETS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
+
+/// The stages of a pod start the kubelet times (`stage` label):
+/// - `admit`: the pod seen by the watch → its worker started (admission, runtime check);
+/// - `setup`: pod directory, cgroup and volumes (incl. the service account token);
+/// - `sandbox`: `RunPodSandbox` (pause container, CNI) and its status;
+/// - `image`: `EnsureImageExists` (the pull, when the policy asks for one);
+/// - `create`, `start`: `CreateContainer`, `StartContainer`;
+/// - `sync`: a whole sync that created the sandbox;
+/// - `status_write`: the status manager's PATCH of a status.
+pub const STAGES: &[&str] = &[
+    "admit",
+    "setup",
+    "sandbox",
+    "image",
+    "create",
+    "start",
+    "sync",
+    "status_write",
 ];
 
 #[derive(Debug, Default)]
@@ -16,10 +43,47 @@ struct Histogram {
     count: u64,
 }
 
+impl Histogram {
+    fn observe(&mut self, buckets: &[f64], seconds: f64) {
+        if self.counts.is_empty() {
+            self.counts = vec![0; buckets.len()];
+        }
+        for (i, b) in buckets.iter().enumerate() {
+            if seconds <= *b {
+                self.counts[i] += 1;
+            }
+        }
+        self.sum += seconds;
+        self.count += 1;
+    }
+
+    fn render(&self, out: &mut String, name: &str, labels: &str, buckets: &[f64]) {
+        let sep = if labels.is_empty() { "" } else { "," };
+        for (i, b) in buckets.iter().enumerate() {
+            let c = self.counts.get(i).copied().unwrap_or(0);
+            out.push_str(&format!("{name}_bucket{{{labels}{sep}le=\"{b}\"}} {c}\n"));
+        }
+        out.push_str(&format!(
+            "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {}\n",
+            self.count
+        ));
+        let braces = if labels.is_empty() {
+            String::new()
+        } else {
+            format!("{{{labels}}}")
+        };
+        out.push_str(&format!(
+            "{name}_sum{braces} {}\n{name}_count{braces} {}\n",
+            self.sum, self.count
+        ));
+    }
+}
+
 /// The pod metrics. Shared as an `Arc`.
 #[derive(Debug, Default)]
 pub struct Metrics {
     start: Mutex<Histogram>,
+    stages: Mutex<BTreeMap<&'static str, Histogram>>,
 }
 
 impl Metrics {
@@ -29,17 +93,20 @@ impl Metrics {
 
     /// Records one pod's start duration (creation → all containers first seen running).
     pub fn observe_pod_start(&self, seconds: f64) {
-        let mut h = self.start.lock().unwrap_or_else(|e| e.into_inner());
-        if h.counts.is_empty() {
-            h.counts = vec![0; POD_START_BUCKETS.len()];
-        }
-        for (i, b) in POD_START_BUCKETS.iter().enumerate() {
-            if seconds <= *b {
-                h.counts[i] += 1;
-            }
-        }
-        h.sum += seconds;
-        h.count += 1;
+        self.start
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .observe(POD_START_BUCKETS, seconds);
+    }
+
+    /// Records one stage of a pod start (see [`STAGES`]).
+    pub fn observe_stage(&self, stage: &'static str, d: std::time::Duration) {
+        self.stages
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(stage)
+            .or_default()
+            .observe(STAGE_BUCKETS, d.as_secs_f64());
     }
 
     /// How many pod starts were observed.
@@ -54,12 +121,18 @@ impl Metrics {
         let mut out = format!(
             "# HELP {name} [ALPHA] Duration in seconds from the pod's creation to it starting to run\n# TYPE {name} histogram\n"
         );
-        for (i, b) in POD_START_BUCKETS.iter().enumerate() {
-            let c = h.counts.get(i).copied().unwrap_or(0);
-            out.push_str(&format!("{name}_bucket{{le=\"{b}\"}} {c}\n"));
+        h.render(&mut out, name, "", POD_START_BUCKETS);
+        drop(h);
+        let stages = self.stages.lock().unwrap_or_else(|e| e.into_inner());
+        if !stages.is_empty() {
+            let name = "kubelet_pod_start_stage_duration_seconds";
+            out.push_str(&format!(
+                "# HELP {name} [ALPHA] Duration in seconds of each stage of starting a pod in the kubelet\n# TYPE {name} histogram\n"
+            ));
+            for (stage, h) in stages.iter() {
+                h.render(&mut out, name, &format!("stage=\"{stage}\""), STAGE_BUCKETS);
+            }
         }
-        out.push_str(&format!("{name}_bucket{{le=\"+Inf\"}} {}\n", h.count));
-        out.push_str(&format!("{name}_sum {}\n{name}_count {}\n", h.sum, h.count));
         out
     }
 }
@@ -80,5 +153,23 @@ mod tests {
         assert!(text.contains("kubelet_pod_start_duration_seconds_bucket{le=\"20\"} 2\n"));
         assert!(text.contains("kubelet_pod_start_duration_seconds_count 2\n"));
         assert_eq!(m.pod_starts(), 2);
+        assert!(!text.contains("kubelet_pod_start_stage_duration_seconds"));
+    }
+
+    #[test]
+    fn stages() {
+        let m = Metrics::new();
+        m.observe_stage("sandbox", std::time::Duration::from_millis(150));
+        m.observe_stage("sandbox", std::time::Duration::from_millis(350));
+        let text = m.render();
+        let name = "kubelet_pod_start_stage_duration_seconds";
+        assert!(text.contains(&format!(
+            "{name}_bucket{{stage=\"sandbox\",le=\"0.25\"}} 1\n"
+        )));
+        assert!(text.contains(&format!(
+            "{name}_bucket{{stage=\"sandbox\",le=\"+Inf\"}} 2\n"
+        )));
+        assert!(text.contains(&format!("{name}_count{{stage=\"sandbox\"}} 2\n")));
+        assert!(text.contains("kubelet_pod_start_duration_seconds_count 0\n"));
     }
 }

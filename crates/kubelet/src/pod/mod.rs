@@ -155,6 +155,7 @@ pub async fn run(ctx: PodContext, mut stop: watch::Receiver<bool>) -> Result<(),
         node_etc_hosts: std::fs::read_to_string("/etc/hosts").unwrap_or_default(),
         state: Mutex::new(worker::State::default()),
         wakers,
+        metrics: Arc::clone(&ctx.metrics),
     });
     let registry = Arc::new(Mutex::new(Registry {
         workers: HashMap::new(),
@@ -183,6 +184,8 @@ pub async fn run(ctx: PodContext, mut stop: watch::Receiver<bool>) -> Result<(),
     let stream = watcher(api, config).default_backoff();
     let mut stream = std::pin::pin!(stream);
     let mut relist: Option<HashSet<String>> = None;
+    // During a (re)list: the pod uids the runtime has sandboxes of, read once per list.
+    let mut in_runtime: Option<HashSet<String>> = None;
     tracing::info!(node = %node, "pod lifecycle started");
     loop {
         let event = tokio::select! {
@@ -194,12 +197,15 @@ pub async fn run(ctx: PodContext, mut stop: watch::Receiver<bool>) -> Result<(),
         }
         let Some(event) = event else { break };
         match event {
-            Ok(watcher::Event::Init) => relist = Some(HashSet::new()),
+            Ok(watcher::Event::Init) => {
+                relist = Some(HashSet::new());
+                in_runtime = Some(sandbox_uids(k.runtime.as_ref()).await);
+            }
             Ok(watcher::Event::InitApply(p)) => {
                 if let Some(seen) = relist.as_mut() {
                     seen.insert(p.metadata.uid.clone().unwrap_or_default());
                 }
-                on_pod(&k, &registry, p, &stop).await;
+                on_pod(&k, &registry, p, &stop, in_runtime.as_ref()).await;
             }
             Ok(watcher::Event::InitDone) => {
                 if let Some(seen) = relist.take() {
@@ -215,9 +221,10 @@ pub async fn run(ctx: PodContext, mut stop: watch::Receiver<bool>) -> Result<(),
                         on_gone(&registry, &uid);
                     }
                 }
+                in_runtime = None;
                 let _ = listed_tx.send(true);
             }
-            Ok(watcher::Event::Apply(p)) => on_pod(&k, &registry, p, &stop).await,
+            Ok(watcher::Event::Apply(p)) => on_pod(&k, &registry, p, &stop, None).await,
             Ok(watcher::Event::Delete(p)) => {
                 on_gone(&registry, p.metadata.uid.as_deref().unwrap_or_default());
             }
@@ -247,17 +254,39 @@ fn on_gone(registry: &Mutex<Registry>, uid: &str) {
     reg.workers.retain(|_, w| !w.pod.is_closed());
 }
 
+/// The uids of the pods the runtime has sandboxes of (empty when it cannot say).
+async fn sandbox_uids(runtime: &dyn RuntimeService) -> HashSet<String> {
+    match runtime.list_pod_sandbox(None).await {
+        Ok(list) => list
+            .into_iter()
+            .filter_map(|s| s.labels.get(runtime::LABEL_POD_UID).cloned())
+            .collect(),
+        Err(e) => {
+            tracing::warn!(error = %e, "listing the runtime's sandboxes");
+            HashSet::new()
+        }
+    }
+}
+
 /// A pod event: hand it to its worker, or admit it and start one.
+///
+/// `in_runtime`, during a list of the node's pods: the pods the runtime already runs
+/// (started by this kubelet before a restart), which are adopted, not admitted again.
+/// Outside a list a pod without a worker is new to this kubelet, so the runtime cannot
+/// hold anything of it, and admission needs no runtime call (as upstream's
+/// `HandlePodAdditions`).
 async fn on_pod(
     k: &Arc<Kubelet>,
     registry: &Arc<Mutex<Registry>>,
     pod: Pod,
     stop: &watch::Receiver<bool>,
+    in_runtime: Option<&HashSet<String>>,
 ) {
     let uid = pod.metadata.uid.clone().unwrap_or_default();
     if uid.is_empty() {
         return;
     }
+    let seen = std::time::Instant::now();
     let terminal = matches!(
         pod.status.as_ref().and_then(|s| s.phase.as_deref()),
         Some("Succeeded" | "Failed")
@@ -292,15 +321,7 @@ async fn on_pod(
     } else if !deleting {
         let running = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
         if !running {
-            let has_runtime_state = runtime::pod_status(
-                k.runtime.as_ref(),
-                &uid,
-                pod.metadata.name.as_deref().unwrap_or_default(),
-                pod.metadata.namespace.as_deref().unwrap_or_default(),
-            )
-            .await
-            .map(|s| !s.sandboxes.is_empty())
-            .unwrap_or(false);
+            let has_runtime_state = in_runtime.is_some_and(|uids| uids.contains(&uid));
             if !has_runtime_state && let Err(r) = admit(k, registry, &pod) {
                 tracing::info!(pod = %pod_key(&pod), reason = %r.reason, "pod rejected");
                 k.recorder.event(
@@ -329,6 +350,9 @@ async fn on_pod(
         }
     }
     tracing::debug!(pod = %pod_key(&pod), ?phase, "starting pod worker");
+    if phase == Phase::Sync {
+        k.metrics.observe_stage("admit", seen.elapsed());
+    }
     let (tx, rx) = watch::channel(Some(Arc::new(pod)));
     let wake = Arc::new(Notify::new());
     k.wakers

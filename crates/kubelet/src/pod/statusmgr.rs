@@ -170,41 +170,95 @@ fn api_code(e: &kube::Error) -> Option<u16> {
     }
 }
 
-async fn write(client: &Client, uid: &str, e: &mut Entry) -> Result<(), kube::Error> {
-    let ns = e.pod.metadata.namespace.clone().unwrap_or_default();
-    let name = e.pod.metadata.name.clone().unwrap_or_default();
-    let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
-    let base = e.written.clone().unwrap_or_else(|| {
-        e.pod
-            .status
-            .as_ref()
-            .and_then(|s| serde_json::to_value(s).ok())
-            .unwrap_or_else(|| json!({}))
-    });
-    if let Some(diff) = merge_diff(&base, &e.wanted) {
-        let body = json!({"metadata": {"uid": uid}, "status": diff});
-        match api
+/// One write of one pod, carried out while the writer goes on with other pods.
+struct Job {
+    uid: String,
+    namespace: String,
+    name: String,
+    /// What the API server has, as far as we know.
+    base: Value,
+    wanted: Value,
+    delete: bool,
+}
+
+/// What a [`Job`] did.
+struct JobResult {
+    uid: String,
+    wanted: Value,
+    /// The status the API server returned after the patch (`Some` when patched).
+    written: Option<Option<Value>>,
+    /// The pod is gone, or another pod has its name now: nothing more to write.
+    gone: bool,
+    deleted: bool,
+    error: Option<kube::Error>,
+}
+
+impl Job {
+    fn of(uid: &str, e: &Entry) -> Job {
+        Job {
+            uid: uid.to_string(),
+            namespace: e.pod.metadata.namespace.clone().unwrap_or_default(),
+            name: e.pod.metadata.name.clone().unwrap_or_default(),
+            base: e.written.clone().unwrap_or_else(|| {
+                e.pod
+                    .status
+                    .as_ref()
+                    .and_then(|s| serde_json::to_value(s).ok())
+                    .unwrap_or_else(|| json!({}))
+            }),
+            wanted: e.wanted.clone(),
+            delete: e.delete,
+        }
+    }
+}
+
+/// Patches the status when it differs from what the server has, then deletes the pod
+/// when asked to (grace period 0, uid precondition).
+async fn write(client: Client, job: Job, metrics: Arc<Metrics>) -> JobResult {
+    let Job {
+        uid,
+        namespace: ns,
+        name,
+        base,
+        wanted,
+        delete,
+    } = job;
+    let mut out = JobResult {
+        uid,
+        wanted,
+        written: None,
+        gone: false,
+        deleted: false,
+        error: None,
+    };
+    let api: Api<Pod> = Api::namespaced(client, &ns);
+    if let Some(diff) = merge_diff(&base, &out.wanted) {
+        let body = json!({"metadata": {"uid": out.uid}, "status": diff});
+        let started = std::time::Instant::now();
+        let result = api
             .patch_status(&name, &PatchParams::default(), &Patch::Merge(&body))
-            .await
-        {
+            .await;
+        metrics.observe_stage("status_write", started.elapsed());
+        match result {
             Ok(p) => {
-                e.written = p.status.as_ref().and_then(|s| serde_json::to_value(s).ok());
+                out.written = Some(p.status.as_ref().and_then(|s| serde_json::to_value(s).ok()));
                 tracing::debug!(pod = %format!("{ns}/{name}"), "status written");
             }
             Err(err) if matches!(api_code(&err), Some(404 | 409)) => {
-                // Gone, or another pod of that name now.
-                e.written = Some(e.wanted.clone());
-                e.delete = false;
-                return Ok(());
+                out.gone = true;
+                return out;
             }
-            Err(err) => return Err(err),
+            Err(err) => {
+                out.error = Some(err);
+                return out;
+            }
         }
     }
-    if e.delete {
+    if delete {
         let params = DeleteParams {
             grace_period_seconds: Some(0),
             preconditions: Some(Preconditions {
-                uid: Some(uid.to_string()),
+                uid: Some(out.uid.clone()),
                 resource_version: None,
             }),
             ..DeleteParams::default()
@@ -212,11 +266,14 @@ async fn write(client: &Client, uid: &str, e: &mut Entry) -> Result<(), kube::Er
         match api.delete(&name, &params).await {
             Ok(_) => tracing::info!(pod = %format!("{ns}/{name}"), "pod deleted"),
             Err(err) if matches!(api_code(&err), Some(404 | 409)) => {}
-            Err(err) => return Err(err),
+            Err(err) => {
+                out.error = Some(err);
+                return out;
+            }
         }
-        e.delete = false;
+        out.deleted = true;
     }
-    Ok(())
+    out
 }
 
 struct Writer {
@@ -270,12 +327,17 @@ impl Writer {
     }
 }
 
+/// Writes of different pods in flight at once (each pod has at most one).
+const MAX_IN_FLIGHT: usize = 16;
+
 async fn writer(client: Client, mut rx: mpsc::UnboundedReceiver<Command>, metrics: Arc<Metrics>) {
     let mut w = Writer {
         entries: HashMap::new(),
         dirty: Vec::new(),
         metrics,
     };
+    let mut in_flight: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut tasks: tokio::task::JoinSet<JobResult> = tokio::task::JoinSet::new();
     let mut retry_at: Option<tokio::time::Instant> = None;
     loop {
         loop {
@@ -285,24 +347,29 @@ async fn writer(client: Client, mut rx: mpsc::UnboundedReceiver<Command>, metric
                 Err(mpsc::error::TryRecvError::Disconnected) => return,
             }
         }
-        let now = tokio::time::Instant::now();
-        if !w.dirty.is_empty() && retry_at.is_none_or(|t| t <= now) {
-            let batch = std::mem::take(&mut w.dirty);
-            let mut failed = false;
-            for uid in batch {
-                let Some(e) = w.entries.get_mut(&uid) else {
+        if retry_at.is_some_and(|t| t <= tokio::time::Instant::now()) {
+            retry_at = None;
+        }
+        if retry_at.is_none() && !w.dirty.is_empty() {
+            // Every pod's write starts at once (upstream's status manager writes pods
+            // one after the other; a pod's own writes stay in order here too).
+            let mut waiting = Vec::new();
+            for uid in std::mem::take(&mut w.dirty) {
+                if in_flight.contains(&uid) || in_flight.len() >= MAX_IN_FLIGHT {
+                    waiting.push(uid);
+                    continue;
+                }
+                let Some(e) = w.entries.get(&uid) else {
                     continue;
                 };
-                if let Err(err) = write(&client, &uid, e).await {
-                    tracing::warn!(pod = %uid, error = %err, "writing pod status failed; retrying");
-                    if !w.dirty.contains(&uid) {
-                        w.dirty.push(uid);
-                    }
-                    failed = true;
-                }
+                in_flight.insert(uid.clone());
+                tasks.spawn(write(
+                    client.clone(),
+                    Job::of(&uid, e),
+                    Arc::clone(&w.metrics),
+                ));
             }
-            retry_at = failed.then(|| tokio::time::Instant::now() + Duration::from_secs(1));
-            continue;
+            w.dirty = waiting;
         }
         let wake = if w.dirty.is_empty() { None } else { retry_at };
         tokio::select! {
@@ -310,6 +377,28 @@ async fn writer(client: Client, mut rx: mpsc::UnboundedReceiver<Command>, metric
                 Some(cmd) => w.handle(cmd),
                 None => return,
             },
+            Some(done) = tasks.join_next(), if !tasks.is_empty() => {
+                let Ok(r) = done else { continue };
+                in_flight.remove(&r.uid);
+                if let Some(e) = w.entries.get_mut(&r.uid) {
+                    if r.gone {
+                        e.written = Some(r.wanted);
+                        e.delete = false;
+                    } else if let Some(written) = r.written {
+                        e.written = written;
+                    }
+                    if r.deleted {
+                        e.delete = false;
+                    }
+                }
+                if let Some(err) = r.error {
+                    tracing::warn!(pod = %r.uid, error = %err, "writing pod status failed; retrying");
+                    if !w.dirty.contains(&r.uid) {
+                        w.dirty.push(r.uid);
+                    }
+                    retry_at = Some(tokio::time::Instant::now() + Duration::from_secs(1));
+                }
+            }
             _ = async { if let Some(t) = wake { tokio::time::sleep_until(t).await } }, if wake.is_some() => {}
         }
     }

@@ -57,6 +57,8 @@ pub(crate) struct Kubelet {
     pub node_etc_hosts: String,
     pub state: Mutex<State>,
     pub wakers: Arc<Mutex<HashMap<String, Arc<Notify>>>>,
+    /// Per-stage start-up timings (`kubelet_pod_start_stage_duration_seconds`).
+    pub metrics: Arc<super::metrics::Metrics>,
 }
 
 #[derive(Default)]
@@ -252,6 +254,7 @@ impl Kubelet {
     }
 
     async fn sync_pod_inner(&self, pod: &Pod) -> Result<SyncOutcome, Error> {
+        let sync_started = std::time::Instant::now();
         let rs = self.read(pod).await?;
         if self.past_deadline(pod) {
             let message = "Pod was active on the node longer than the specified deadline";
@@ -286,6 +289,7 @@ impl Kubelet {
             path: pod_dir.clone(),
             source,
         })?;
+        let setup_started = std::time::Instant::now();
         let cgroup_parent = self.cgroups.ensure_pod(pod)?;
         let volumes = match self.volumes.setup(pod).await {
             Ok(v) => v,
@@ -299,6 +303,9 @@ impl Kubelet {
                 return Err(e);
             }
         };
+        if rs.sandboxes.is_empty() {
+            self.metrics.observe_stage("setup", setup_started.elapsed());
+        }
         self.probes.sync(pod, &rs);
         let (_, failures) = self.probe_views(pod, &rs);
         let actions = compute_pod_actions(pod, &rs, &failures);
@@ -381,6 +388,7 @@ impl Kubelet {
                 path: log_dir.clone(),
                 source,
             })?;
+            let sandbox_started = std::time::Instant::now();
             match self
                 .runtime
                 .run_pod_sandbox(&sandbox_cfg, &self.config.runtime_handler)
@@ -411,6 +419,8 @@ impl Kubelet {
                     Vec::new()
                 }
             };
+            self.metrics
+                .observe_stage("sandbox", sandbox_started.elapsed());
         }
         if host_network {
             pod_ips = self.host_ips();
@@ -469,6 +479,9 @@ impl Kubelet {
         }
         let status = self.generate(pod, &rs, false);
         self.status.set(pod, status);
+        if actions.create_sandbox {
+            self.metrics.observe_stage("sync", sync_started.elapsed());
+        }
         Ok(SyncOutcome {
             terminal: false,
             retry_after,
@@ -792,8 +805,12 @@ impl Kubelet {
         ctx: &StartContext<'_>,
     ) -> Result<(), StartFailure> {
         let r = container_ref(pod, &c.name, init);
+        let image_started = std::time::Instant::now();
         let image_ref = match self.ensure_image(pod, c, &r, ctx.sandbox_cfg).await {
-            Ok(i) => i,
+            Ok(i) => {
+                self.metrics.observe_stage("image", image_started.elapsed());
+                i
+            }
             Err(f) => {
                 self.event(
                     &r,
@@ -883,12 +900,17 @@ impl Kubelet {
                 init,
             },
         );
+        let create_started = std::time::Instant::now();
         let id = match self
             .runtime
             .create_container(ctx.sandbox_id, &config, ctx.sandbox_cfg)
             .await
         {
-            Ok(id) => id,
+            Ok(id) => {
+                self.metrics
+                    .observe_stage("create", create_started.elapsed());
+                id
+            }
             Err(e) => {
                 let message = e.to_string();
                 self.event(
@@ -909,6 +931,7 @@ impl Kubelet {
             "Created",
             &format!("Created container: {}", c.name),
         );
+        let start_started = std::time::Instant::now();
         if let Err(e) = self.runtime.start_container(&id).await {
             let message = e.to_string();
             self.event(
@@ -922,6 +945,7 @@ impl Kubelet {
                 message,
             });
         }
+        self.metrics.observe_stage("start", start_started.elapsed());
         self.event(
             &r,
             EventType::Normal,
@@ -1237,9 +1261,15 @@ impl Kubelet {
     pub async fn cleanup_pod(&self, pod: &Pod, deleting: bool) -> Result<(), Error> {
         let uid = pod_uid(pod);
         self.volumes.teardown(uid).await?;
-        self.cgroups.remove_pod(pod)?;
+        // The containers' own cgroups (runc's, under the pod's) go with the sandbox: remove
+        // it first, or the pod cgroup is still busy.
         if deleting {
             self.remove_sandboxes(uid).await?;
+            self.cgroups.remove_pod(pod)?;
+        } else if let Err(e) = self.cgroups.remove_pod(pod) {
+            // A finished pod's stopped sandbox is kept for its logs; its cgroup goes when
+            // the pod is deleted.
+            tracing::debug!(error = %e, "pod cgroup kept while the sandbox remains");
         }
         let mut st = self.st();
         st.restart_backoff.forget_prefix(&format!("{uid}_"));

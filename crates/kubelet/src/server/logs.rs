@@ -45,6 +45,83 @@ pub fn parse_cri_line(line: &[u8]) -> Option<CriLine<'_>> {
     })
 }
 
+/// The runtime id of the container whose log `kubectl logs` reads, from the pod's status
+/// as upstream's `validateContainerLogStatus`: the running or terminated instance, the
+/// last terminated one with `previous`, else upstream's reason why there is no log.
+pub fn container_for_logs(
+    pod: &k8s_openapi::api::core::v1::Pod,
+    container: &str,
+    previous: bool,
+) -> Result<String, String> {
+    let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
+    let status = pod.status.as_ref();
+    let found = status.and_then(|s| {
+        [
+            s.container_statuses.as_ref(),
+            s.init_container_statuses.as_ref(),
+            s.ephemeral_container_statuses.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        .flatten()
+        .find(|c| c.name == container)
+    });
+    let Some(cs) = found else {
+        return Err(format!(
+            "container \"{container}\" in pod \"{pod_name}\" is not available"
+        ));
+    };
+    let strip = |id: &str| id.split_once("://").map_or(id, |(_, i)| i).to_string();
+    let last_terminated = cs
+        .last_state
+        .as_ref()
+        .and_then(|s| s.terminated.as_ref())
+        .and_then(|t| t.container_id.as_deref())
+        .filter(|id| !id.is_empty());
+    let state = cs.state.clone().unwrap_or_default();
+    let terminated_message =
+        || format!("container \"{container}\" in pod \"{pod_name}\" is terminated");
+    if previous {
+        return last_terminated.map(strip).ok_or_else(|| {
+            format!("previous terminated container \"{container}\" in pod \"{pod_name}\" not found")
+        });
+    }
+    if state.running.is_some() {
+        return cs
+            .container_id
+            .as_deref()
+            .filter(|id| !id.is_empty())
+            .map(strip)
+            .ok_or_else(terminated_message);
+    }
+    if let Some(t) = &state.terminated {
+        return match t.container_id.as_deref().filter(|id| !id.is_empty()) {
+            Some(id) => Ok(strip(id)),
+            None => last_terminated.map(strip).ok_or_else(terminated_message),
+        };
+    }
+    if cs
+        .last_state
+        .as_ref()
+        .is_some_and(|s| s.terminated.is_some())
+    {
+        return last_terminated.map(strip).ok_or_else(terminated_message);
+    }
+    if let Some(w) = &state.waiting {
+        let why = match w.reason.as_deref().unwrap_or_default() {
+            "ErrImagePull" => "image can't be pulled".to_string(),
+            "ImagePullBackOff" => "trying and failing to pull image".to_string(),
+            other => other.to_string(),
+        };
+        return Err(format!(
+            "container \"{container}\" in pod \"{pod_name}\" is waiting to start: {why}"
+        ));
+    }
+    Err(format!(
+        "container \"{container}\" in pod \"{pod_name}\" is waiting to start - no logs yet"
+    ))
+}
+
 /// What the client asked for.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LogOptions {
@@ -342,6 +419,61 @@ mod tests {
         let o = LogOptions::from_query(Some("sinceTime=2024-01-01T00%3A00%3A05Z"), now).unwrap();
         assert_eq!(o.since, Some("2024-01-01T00:00:05Z".parse().unwrap()));
         assert!(LogOptions::from_query(Some("tailLines=x"), now).is_err());
+    }
+
+    #[test]
+    fn log_container_chosen_from_status_as_upstream() {
+        let pod = |statuses: serde_json::Value| -> k8s_openapi::api::core::v1::Pod {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "p"},
+                "status": {"containerStatuses": statuses},
+            }))
+            .unwrap()
+        };
+        let base = |state: serde_json::Value, last: serde_json::Value| {
+            serde_json::json!([{"name": "c", "image": "i", "imageID": "", "ready": false,
+                "restartCount": 1, "containerID": "containerd://cur", "state": state, "lastState": last}])
+        };
+        let running = pod(base(
+            serde_json::json!({"running": {}}),
+            serde_json::json!({"terminated": {"exitCode": 1, "containerID": "containerd://old"}}),
+        ));
+        assert_eq!(container_for_logs(&running, "c", false).unwrap(), "cur");
+        assert_eq!(container_for_logs(&running, "c", true).unwrap(), "old");
+        assert_eq!(
+            container_for_logs(&running, "x", false).unwrap_err(),
+            "container \"x\" in pod \"p\" is not available"
+        );
+        let fresh = pod(base(
+            serde_json::json!({"running": {}}),
+            serde_json::json!({}),
+        ));
+        assert_eq!(
+            container_for_logs(&fresh, "c", true).unwrap_err(),
+            "previous terminated container \"c\" in pod \"p\" not found"
+        );
+        // Crash-looping: waiting with the last run's log.
+        let backoff = pod(base(
+            serde_json::json!({"waiting": {"reason": "CrashLoopBackOff"}}),
+            serde_json::json!({"terminated": {"exitCode": 1, "containerID": "containerd://old"}}),
+        ));
+        assert_eq!(container_for_logs(&backoff, "c", false).unwrap(), "old");
+        let pulling = pod(base(
+            serde_json::json!({"waiting": {"reason": "ImagePullBackOff"}}),
+            serde_json::json!({}),
+        ));
+        assert_eq!(
+            container_for_logs(&pulling, "c", false).unwrap_err(),
+            "container \"c\" in pod \"p\" is waiting to start: trying and failing to pull image"
+        );
+        let creating = pod(base(
+            serde_json::json!({"waiting": {"reason": "ContainerCreating"}}),
+            serde_json::json!({}),
+        ));
+        assert_eq!(
+            container_for_logs(&creating, "c", false).unwrap_err(),
+            "container \"c\" in pod \"p\" is waiting to start: ContainerCreating"
+        );
     }
 
     #[tokio::test]

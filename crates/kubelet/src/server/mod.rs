@@ -336,49 +336,41 @@ async fn container_logs(
         Ok(o) => o,
         Err(e) => return text(StatusCode::BAD_REQUEST, e),
     };
-    let list = match containers_of(deps.runtime.as_ref(), ns, pod, Some(container)).await {
-        Ok(l) => l,
-        Err(e) => return text(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-    };
-    let chosen = if opts.previous {
-        list.get(1)
-    } else {
-        list.first()
-    };
-    let Some(chosen) = chosen else {
-        let message = if opts.previous {
-            format!("previous terminated container \"{container}\" in pod \"{pod}\" not found")
-        } else {
-            format!(
-                "container \"{container}\" in pod \"{pod}\" is waiting to start: ContainerCreating"
-            )
-        };
-        return text(StatusCode::BAD_REQUEST, message);
-    };
-    let status = match deps.runtime.container_status(&chosen.id, false).await {
-        Ok(s) => s.status,
-        Err(e) => return text(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-    };
-    let Some(status) = status else {
+    let Some(the_pod) = (deps.pods)().into_iter().find(|p| {
+        p.metadata.namespace.as_deref() == Some(ns) && p.metadata.name.as_deref() == Some(pod)
+    }) else {
         return text(
             StatusCode::NOT_FOUND,
-            format!("container {} not found", chosen.id),
+            format!("pod \"{pod}\" does not exist"),
         );
+    };
+    if !has_container_spec(&the_pod, container) {
+        return text(
+            StatusCode::NOT_FOUND,
+            format!("container \"{container}\" not found in pod \"{pod}\""),
+        );
+    }
+    let id = match logs::container_for_logs(&the_pod, container, opts.previous) {
+        Ok(id) => id,
+        Err(message) => return text(StatusCode::BAD_REQUEST, message),
+    };
+    let status = match deps.runtime.container_status(&id, false).await {
+        Ok(s) => s.status,
+        Err(e) => return text(StatusCode::BAD_REQUEST, e.to_string()),
+    };
+    let Some(status) = status else {
+        return text(StatusCode::BAD_REQUEST, format!("container {id} not found"));
     };
     let mut path = PathBuf::from(&status.log_path);
     if path.is_relative() {
-        let uid = chosen
-            .labels
-            .get("io.kubernetes.pod.uid")
-            .cloned()
-            .unwrap_or_default();
+        let uid = the_pod.metadata.uid.clone().unwrap_or_default();
         path = deps
             .config
             .pod_log_dir
             .join(format!("{ns}_{pod}_{uid}"))
             .join(&status.log_path);
     }
-    let running_id = chosen.id.clone();
+    let running_id = id;
     let runtime = Arc::clone(&deps.runtime);
     let running: logs::StillRunning = Arc::new(move || {
         let runtime = Arc::clone(&runtime);
@@ -404,6 +396,24 @@ async fn container_logs(
         http::HeaderValue::from_static("text/plain"),
     );
     r
+}
+
+/// Whether the pod has a container (app, init or ephemeral) of that name.
+fn has_container_spec(pod: &Pod, name: &str) -> bool {
+    let Some(spec) = pod.spec.as_ref() else {
+        return false;
+    };
+    spec.containers.iter().any(|c| c.name == name)
+        || spec
+            .init_containers
+            .iter()
+            .flatten()
+            .any(|c| c.name == name)
+        || spec
+            .ephemeral_containers
+            .iter()
+            .flatten()
+            .any(|c| c.name == name)
 }
 
 /// The streaming query flags (`input`, `output`, `error`, `tty`) and commands.

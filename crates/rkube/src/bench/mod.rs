@@ -5,6 +5,7 @@
 
 mod api;
 mod informer;
+mod podstartup;
 mod schedule;
 mod store;
 
@@ -23,6 +24,9 @@ pub enum Bench {
     /// Memory per cached object: the controllers' pod informer and the garbage
     /// collector's graph over N pods.
     Informer(informer::InformerArgs),
+    /// Pod start-up on a real node (containerd, the demo images behind a local registry):
+    /// the 3-replica seed Deployment until all Ready, and pods at a steady rate, per stage.
+    Podstartup(podstartup::PodStartupArgs),
 }
 
 pub async fn run(which: Bench) -> anyhow::Result<()> {
@@ -31,6 +35,7 @@ pub async fn run(which: Bench) -> anyhow::Result<()> {
         Bench::Api(args) => api::run(args).await,
         Bench::Schedule(args) => schedule::run(args).await,
         Bench::Informer(args) => informer::run(args).await,
+        Bench::Podstartup(args) => podstartup::run(args).await,
     }
 }
 
@@ -60,6 +65,13 @@ impl Latencies {
         v.sort_unstable();
         let idx = ((v.len() - 1) as f64 * q).round() as usize;
         f64::from(v[idx.min(v.len() - 1)]) / 1000.0
+    }
+
+    pub fn mean_ms(&self) -> f64 {
+        if self.0.is_empty() {
+            return 0.0;
+        }
+        self.0.iter().map(|v| f64::from(*v)).sum::<f64>() / self.0.len() as f64 / 1000.0
     }
 
     pub fn p50_ms(&self) -> f64 {
