@@ -33,14 +33,12 @@ pub enum Error {
     Client(#[from] kube::Error),
 }
 
-/// A client of the API server from a kubeconfig file.
+/// A client of the API server from a kubeconfig file ([`runtime::client_from`]).
 pub async fn client_from(kubeconfig: &Path) -> Result<Client, Error> {
-    let text = kube::config::Kubeconfig::read_from(kubeconfig)
-        .map_err(|e| Error::Kubeconfig(kubeconfig.display().to_string(), e.to_string()))?;
-    let config = Config::from_custom_kubeconfig(text, &Default::default())
-        .await
-        .map_err(|e| Error::Kubeconfig(kubeconfig.display().to_string(), e.to_string()))?;
-    Ok(Client::try_from(config)?)
+    runtime::client_from(kubeconfig).await.map_err(|e| match e {
+        runtime::Error::Kubeconfig { path, message } => Error::Kubeconfig(path, message),
+        other => Error::Kubeconfig(kubeconfig.display().to_string(), other.to_string()),
+    })
 }
 
 /// A client acting as the service account `kube-system/<name>` (created if missing),

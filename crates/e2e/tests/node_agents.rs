@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::process::Command;
 
 use serde_json::Value;
-use testkit::node::{AgentProcess, NodeCluster, http_get};
+use testkit::node::{AgentProcess, NodeCluster, http_get, in_cidr};
 use testkit::wait_for;
 
 const KUBECTL: Option<&str> = Some("1.33");
@@ -30,19 +30,6 @@ fn ready_pods(c: &NodeCluster, selector: &str, n: usize) -> Vec<Value> {
             .collect();
         (all.len() == n && ready.len() == n).then_some(ready)
     })
-}
-
-fn in_cidr(ip: &str, cidr: &str) -> bool {
-    let (net, bits) = cidr.split_once('/').unwrap();
-    let bits: u32 = bits.parse().unwrap();
-    let ip: std::net::Ipv4Addr = ip.parse().unwrap();
-    let net: std::net::Ipv4Addr = net.parse().unwrap();
-    let mask = if bits == 0 {
-        0
-    } else {
-        u32::MAX << (32 - bits)
-    };
-    u32::from(ip) & mask == u32::from(net) & mask
 }
 
 #[test]

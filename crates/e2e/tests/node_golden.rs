@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde_json::Value;
-use testkit::node::{NodeCluster, http_get};
+use testkit::node::{NodeCluster, http_get, in_cidr};
 use testkit::wait_for;
 
 const KUBECTL: Option<&str> = Some("1.33");
@@ -41,19 +41,6 @@ fn wait_ready_count(c: &NodeCluster, selector: &str, n: usize, secs: u64) -> Vec
         let all = c.server.get_items(&["pods", "-l", selector]);
         (pods.len() == n && all.len() == n).then_some(pods)
     })
-}
-
-fn in_cidr(ip: &str, cidr: &str) -> bool {
-    let (net, bits) = cidr.split_once('/').unwrap();
-    let bits: u32 = bits.parse().unwrap();
-    let ip: std::net::Ipv4Addr = ip.parse().unwrap();
-    let net: std::net::Ipv4Addr = net.parse().unwrap();
-    let mask = if bits == 0 {
-        0
-    } else {
-        u32::MAX << (32 - bits)
-    };
-    u32::from(ip) & mask == u32::from(net) & mask
 }
 
 /// The containerd containers and sandboxes the node still has (via `ctr`).

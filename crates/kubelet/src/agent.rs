@@ -82,15 +82,6 @@ impl AgentConfig {
     }
 }
 
-async fn client_from(path: &std::path::Path) -> Result<kube::Client, Error> {
-    let text = kube::config::Kubeconfig::read_from(path)
-        .map_err(|e| Error::Other(format!("kubeconfig {}: {e}", path.display())))?;
-    let config = kube::Config::from_custom_kubeconfig(text, &Default::default())
-        .await
-        .map_err(|e| Error::Other(format!("kubeconfig {}: {e}", path.display())))?;
-    Ok(kube::Client::try_from(config)?)
-}
-
 /// Starts containerd (config, mirrors, pause image) in `layout`.
 async fn start_containerd(cfg: &AgentConfig, layout: Layout) -> Result<Supervisor, Error> {
     let pause = cfg.pause_binary.clone().ok_or_else(|| {
@@ -119,20 +110,6 @@ async fn start_containerd(cfg: &AgentConfig, layout: Layout) -> Result<Superviso
     Ok(supervisor)
 }
 
-/// This machine's CPUs and memory (bytes).
-fn machine_capacity() -> (i64, i64) {
-    let cpu = std::thread::available_parallelism().map_or(1, |n| n.get() as i64);
-    let memory = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("MemTotal:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<i64>().ok())
-        })
-        .map_or(0, |kb| kb * 1024);
-    (cpu, memory)
-}
-
 /// Runs the node until `stop` turns true.
 pub async fn run(cfg: AgentConfig, stop: watch::Receiver<bool>) -> Result<(), Error> {
     let span = tracing::info_span!("agent", node = %cfg.kubelet.node_name);
@@ -154,7 +131,9 @@ pub async fn run(cfg: AgentConfig, stop: watch::Receiver<bool>) -> Result<(), Er
     )?);
     let runtime: Arc<dyn RuntimeService> = remote.clone();
     let images: Arc<dyn ImageService> = remote;
-    let client = client_from(&cfg.kubeconfig).await?;
+    let client = ::runtime::client_from(&cfg.kubeconfig)
+        .await
+        .map_err(|e| Error::Other(e.to_string()))?;
     let kc = Arc::new(cfg.kubelet.clone());
     for dir in [&kc.root_dir, &kc.pod_log_dir] {
         std::fs::create_dir_all(dir).map_err(|source| Error::Io {
@@ -163,13 +142,20 @@ pub async fn run(cfg: AgentConfig, stop: watch::Receiver<bool>) -> Result<(), Er
         })?;
     }
 
-    let (_cidr, node_task) = crate::node::spawn(
+    // The machine's facts, probed once: the node's capacity and the QoS cgroups' limits.
+    let host = crate::node::host::HostFacts::probe(&kc.root_dir);
+    let (cpus, memory) = (
+        i64::from(host.cpus),
+        i64::try_from(host.memory_bytes).unwrap_or(i64::MAX),
+    );
+    let node_agent = crate::node::NodeAgent::new(
         Arc::clone(&kc),
         client.clone(),
         Arc::clone(&runtime),
         Arc::clone(&images),
-        stop.clone(),
+        host,
     );
+    let node_task = tokio::spawn(node_agent.run(stop.clone()));
 
     let volumes = Arc::new(crate::volumes::Volumes::new(
         Arc::clone(&kc),
@@ -178,10 +164,9 @@ pub async fn run(cfg: AgentConfig, stop: watch::Receiver<bool>) -> Result<(), Er
     ));
     let cgroups =
         crate::cgroups::CgroupFs::new("/sys/fs/cgroup", &kc.cgroup_root.to_string_lossy())?;
-    let (cpu, memory) = machine_capacity();
     // `kubepods` gets the node's allocatable (capacity less the 100Mi hard eviction
     // threshold), as upstream's QoS container manager.
-    cgroups.ensure_node(cpu * 1000, (memory - (100 << 20)).max(0))?;
+    cgroups.ensure_node(cpus * 1000, (memory - (100 << 20)).max(0))?;
     let cgroups = Arc::new(cgroups);
     let ctx = crate::pod::PodContext::new(
         Arc::clone(&kc),

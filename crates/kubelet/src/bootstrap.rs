@@ -226,7 +226,8 @@ fn write_kubeconfig(
     write_private(path, &text)
 }
 
-fn write_private(path: &Path, text: &str) -> Result<(), Error> {
+/// Writes `text` to `path` with mode 0600, atomically (temp file, then rename).
+pub(crate) fn write_private(path: &Path, text: &str) -> Result<(), Error> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let io = |source| Error::Io {

@@ -12,8 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cri::fake::FakeRuntime;
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
+use kube::Client;
 use kubelet::KubeletConfig;
 use kubelet::node::{HostFacts, NodeAgent};
 use serde_json::Value;
@@ -23,13 +22,8 @@ use tokio::sync::watch;
 const NODE: &str = "node-agent-it";
 
 fn client(rt: &tokio::runtime::Runtime, server: &RkubeServer) -> Client {
-    rt.block_on(async {
-        let kubeconfig = Kubeconfig::read_from(&server.kubeconfig).unwrap();
-        let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-            .await
-            .unwrap();
-        Client::try_from(config).unwrap()
-    })
+    rt.block_on(runtime::client_from(&server.kubeconfig))
+        .unwrap()
 }
 
 fn condition(node: &Value, kind: &str) -> Value {

@@ -15,8 +15,7 @@ use async_trait::async_trait;
 use cri::RuntimeService;
 use cri::fake::FakeRuntime;
 use k8s_openapi::api::core::v1::Pod;
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
+use kube::Client;
 use kubelet::pod::{PodContext, run};
 use kubelet::{CgroupManager, Error, KubeletConfig, PodVolumes, VolumeManager};
 use serde_json::{Value, json};
@@ -76,11 +75,7 @@ fn init_tracing() {
 }
 
 async fn client(server: &RkubeServer) -> Client {
-    let kubeconfig = Kubeconfig::read_from(&server.kubeconfig).unwrap();
-    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .unwrap();
-    Client::try_from(config).unwrap()
+    runtime::client_from(&server.kubeconfig).await.unwrap()
 }
 
 fn start_kubelet(

@@ -15,9 +15,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::authentication::v1::TokenReview;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::Client;
 use kube::api::{Api, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
 use kubelet::volumes::mounter::{parse_mountinfo, select_under};
 use kubelet::volumes::{FakeMounter, KubeSource, Mounter, SystemMounter, Volumes};
 use kubelet::{KubeletConfig, VolumeManager};
@@ -57,11 +56,7 @@ fn read(p: &Path) -> String {
 }
 
 async fn client(server: &RkubeServer) -> Client {
-    let kubeconfig = Kubeconfig::read_from(&server.kubeconfig).unwrap();
-    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .unwrap();
-    Client::try_from(config).unwrap()
+    runtime::client_from(&server.kubeconfig).await.unwrap()
 }
 
 const POD: &str = r#"{

@@ -47,6 +47,23 @@ pub enum Error {
     /// than the lease duration).
     #[error("invalid leader election configuration: {0}")]
     InvalidConfig(String),
+    /// A kubeconfig that cannot be read or used.
+    #[error("kubeconfig {path}: {message}")]
+    Kubeconfig { path: String, message: String },
+}
+
+/// A client of the API server from a kubeconfig file (its current context): what every
+/// component (controller manager, scheduler, kubelet, simulated nodes) connects with.
+pub async fn client_from(kubeconfig: &std::path::Path) -> Result<kube::Client, Error> {
+    let fail = |e: &dyn std::fmt::Display| Error::Kubeconfig {
+        path: kubeconfig.display().to_string(),
+        message: e.to_string(),
+    };
+    let text = kube::config::Kubeconfig::read_from(kubeconfig).map_err(|e| fail(&e))?;
+    let config = kube::Config::from_custom_kubeconfig(text, &Default::default())
+        .await
+        .map_err(|e| fail(&e))?;
+    kube::Client::try_from(config).map_err(|e| fail(&e))
 }
 
 impl Error {

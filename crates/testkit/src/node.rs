@@ -178,6 +178,23 @@ fn untainted(node: &serde_json::Value) -> bool {
     })
 }
 
+/// Whether the IPv4 address `ip` lies in `cidr` (`10.42.0.0/24`); panics on malformed
+/// input (a test helper).
+pub fn in_cidr(ip: &str, cidr: &str) -> bool {
+    let parse =
+        |s: &str| -> std::net::Ipv4Addr { s.parse().unwrap_or_else(|e| panic!("{s:?}: {e}")) };
+    let (net, bits) = cidr
+        .split_once('/')
+        .unwrap_or_else(|| panic!("{cidr:?} is not a CIDR"));
+    let bits: u32 = bits.parse().unwrap_or_else(|e| panic!("{cidr:?}: {e}"));
+    let mask = if bits == 0 {
+        0
+    } else {
+        u32::MAX << (32 - bits)
+    };
+    u32::from(parse(ip)) & mask == u32::from(parse(net)) & mask
+}
+
 /// A plain HTTP/1.0 GET of `path` from `ip:port`: (status code, body).
 pub fn http_get(ip: &str, port: u16, path: &str) -> std::io::Result<(u16, String)> {
     let addr = format!("{ip}:{port}");
@@ -291,23 +308,9 @@ impl AgentProcess {
 
 impl Drop for AgentProcess {
     fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = std::process::Command::new("kill")
-                .args(["-TERM", &c.id().to_string()])
-                .status();
-            let deadline = std::time::Instant::now() + Duration::from_secs(20);
-            while std::time::Instant::now() < deadline {
-                if let Ok(Some(_)) = c.try_wait() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            let _ = c.kill();
-            let _ = c.wait();
+        if let Some(c) = self.child.take() {
+            crate::rkube::terminate(c, Duration::from_secs(20));
         }
-        let _ = std::process::Command::new(crate::rkube_binary())
-            .args(["killall", "--data-dir"])
-            .arg(self.dir.path().join("data"))
-            .output();
+        crate::rkube::killall(&self.dir.path().join("data"));
     }
 }

@@ -286,19 +286,8 @@ impl RkubeServer {
     /// Stops the server with SIGTERM (the agent stops its containerd; pods keep running)
     /// and waits at most `timeout`, then SIGKILL.
     pub fn stop_gracefully(&mut self, timeout: Duration) {
-        if let Some(mut c) = self.child.take() {
-            let _ = Command::new("kill")
-                .args(["-TERM", &c.id().to_string()])
-                .status();
-            let deadline = Instant::now() + timeout;
-            while Instant::now() < deadline {
-                if let Ok(Some(_)) = c.try_wait() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            let _ = c.kill();
-            let _ = c.wait();
+        if let Some(c) = self.child.take() {
+            terminate(c, timeout);
         }
     }
 
@@ -459,24 +448,45 @@ fn get_json_args<'a>(args: &[&'a str]) -> Vec<&'a str> {
     a
 }
 
+/// Stops `child` with SIGTERM, waits at most `timeout`, then SIGKILLs it.
+pub fn terminate(mut child: Child, timeout: Duration) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// `rkube killall --data-dir AGENT_DIR`: a stopped node's pods, mounts and bridge removed
+/// (failures reported on stderr; this runs from `Drop`).
+pub fn killall(agent_dir: &Path) {
+    match Command::new(rkube_binary())
+        .args(["killall", "--data-dir"])
+        .arg(agent_dir)
+        .output()
+    {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => eprintln!(
+            "rkube killall {}: {}",
+            agent_dir.display(),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(e) => eprintln!("rkube killall: {e}"),
+    }
+}
+
 impl Drop for RkubeServer {
     fn drop(&mut self) {
         if self.agent {
             self.stop_gracefully(Duration::from_secs(20));
-            let agent_dir = self.dir.path().join("data").join("agent");
-            match Command::new(rkube_binary())
-                .args(["killall", "--data-dir"])
-                .arg(&agent_dir)
-                .output()
-            {
-                Ok(o) if o.status.success() => {}
-                Ok(o) => eprintln!(
-                    "rkube killall {}: {}",
-                    agent_dir.display(),
-                    String::from_utf8_lossy(&o.stderr)
-                ),
-                Err(e) => eprintln!("rkube killall: {e}"),
-            }
+            killall(&self.dir.path().join("data").join("agent"));
         } else {
             self.kill();
         }

@@ -461,25 +461,6 @@ impl NodeAgent {
     }
 }
 
-/// Starts a [`NodeAgent`] for this machine (its facts probed now) on the current tokio
-/// runtime; returns the pod CIDR channel and the task.
-pub fn spawn(
-    cfg: Arc<KubeletConfig>,
-    client: Client,
-    runtime: Arc<dyn RuntimeService>,
-    images: Arc<dyn ImageService>,
-    stop: watch::Receiver<bool>,
-) -> (
-    watch::Receiver<Option<String>>,
-    tokio::task::JoinHandle<Result<(), Error>>,
-) {
-    let host = HostFacts::probe(&cfg.root_dir);
-    let agent = NodeAgent::new(cfg, client, runtime, images, host);
-    let cidr = agent.pod_cidr();
-    let task = tokio::spawn(agent.run(stop));
-    (cidr, task)
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {

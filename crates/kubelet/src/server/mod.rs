@@ -83,27 +83,8 @@ pub fn ensure_serving_cert(
         .self_signed(&keypair)
         .map_err(|e| Error::Other(format!("serving certificate: {e}")))?;
     std::fs::write(&cert, signed.pem()).map_err(io(&cert))?;
-    write_private(&key, &keypair.serialize_pem())?;
+    crate::bootstrap::write_private(&key, &keypair.serialize_pem())?;
     Ok((cert, key))
-}
-
-fn write_private(path: &Path, text: &str) -> Result<(), Error> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-    f.write_all(text.as_bytes()).map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    })
 }
 
 /// The TLS configuration: the serving certificate; client certificates of `client_ca`

@@ -153,12 +153,12 @@ pub fn machine_allocatable() -> Allocatable {
         a.insert("cpu".into(), Quantity::from_int(n.get() as i64));
     }
     if let Ok(text) = std::fs::read_to_string("/proc/meminfo")
-        && let Some(kb) = text
-            .lines()
-            .find_map(|l| l.strip_prefix("MemTotal:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<i64>().ok())
+        && let Some(bytes) = crate::node::host::meminfo_bytes(&text, "MemTotal")
     {
-        a.insert("memory".into(), Quantity::from_int(kb * 1024));
+        a.insert(
+            "memory".into(),
+            Quantity::from_int(i64::try_from(bytes).unwrap_or(i64::MAX)),
+        );
     }
     a
 }

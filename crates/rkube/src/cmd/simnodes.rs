@@ -5,7 +5,6 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::Args;
 
 #[derive(Args, Debug)]
@@ -53,13 +52,7 @@ pub async fn run(args: SimNodesArgs) -> anyhow::Result<()> {
         ..simnode::Config::default()
     };
     config.validate()?;
-    let path = &args.kubeconfig;
-    let text = kube::config::Kubeconfig::read_from(path)
-        .with_context(|| format!("kubeconfig {}", path.display()))?;
-    let kc = kube::Config::from_custom_kubeconfig(text, &Default::default())
-        .await
-        .with_context(|| format!("kubeconfig {}", path.display()))?;
-    let client = kube::Client::try_from(kc)?;
+    let client = runtime::client_from(&args.kubeconfig).await?;
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
         r = simnode::run(client, config) => r?,
