@@ -710,12 +710,13 @@ fn role_and_binding_counts() {
                 .is_some_and(|n| n.starts_with("system:controller:"))
         })
         .count();
-    // 31 policy roles; 35 controller roles with 1.33's default gates.
-    assert_eq!(roles.len() - controller_roles, 31);
+    // 31 policy roles (and rkube's own `rkube:overlay`); 35 controller roles with 1.33's
+    // default gates.
+    assert_eq!(roles.len() - controller_roles, 31 + 1);
     assert_eq!(controller_roles, 35);
     assert_eq!(
         bootstrap::cluster_role_bindings().len(),
-        12 + controller_roles
+        12 + 1 + controller_roles
     );
     assert_eq!(bootstrap::roles().len(), 7);
     assert_eq!(bootstrap::role_bindings().len(), 7);

@@ -11,6 +11,7 @@
 //! - [`status`]: replicas, fully labeled, ready and available counts, observedGeneration
 //!   and the `ReplicaFailure` condition.
 
+use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
@@ -60,7 +61,7 @@ pub struct Claim<'a> {
 
 /// Upstream's `ClaimPods`. A ReplicaSet being deleted adopts nothing (but keeps what it
 /// owns); pods being deleted are never adopted.
-pub fn claim<'a>(rs: &Value, pods: &'a [Value]) -> Claim<'a> {
+pub fn claim<'a, P: Borrow<Value>>(rs: &Value, pods: &'a [P]) -> Claim<'a> {
     let selector =
         LabelSelector::from_label_selector(&rs["spec"]["selector"]).unwrap_or_else(|_| {
             // An invalid selector matches nothing.
@@ -69,6 +70,7 @@ pub fn claim<'a>(rs: &Value, pods: &'a [Value]) -> Claim<'a> {
     let deleting = !rs["metadata"]["deletionTimestamp"].is_null();
     let mut c = Claim::default();
     for pod in pods {
+        let pod: &Value = pod.borrow();
         let matches = !selector.is_empty() && selector.matches_object(pod);
         match pods::controller_of(pod) {
             Some(owner) if owner["uid"] == uid(rs) => {

@@ -5,7 +5,7 @@
 //! `--use-service-account-credentials`), with expectations so a lagging cache never
 //! makes it create twice.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -128,9 +128,35 @@ struct Shared {
     expectations: Mutex<Expectations>,
     writer: Client,
     events: Recorder,
+    /// Each pod's [`crate::pods::projection`] at its resourceVersion (pod uid → (rv,
+    /// projection)): a sync reads every pod of its ReplicaSet, and most did not change
+    /// since the last one. Entries go with their pod's delete event.
+    projections: Mutex<HashMap<String, (String, Arc<Value>)>>,
 }
 
 impl Shared {
+    fn projections(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, Arc<Value>)>> {
+        match self.projections.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// The projection of `pod`, computed once per resourceVersion.
+    fn projection(&self, pod: &Pod) -> Arc<Value> {
+        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        let rv = pod.metadata.resource_version.as_deref().unwrap_or_default();
+        let mut memo = self.projections();
+        if let Some((seen, v)) = memo.get(uid)
+            && seen == rv
+        {
+            return Arc::clone(v);
+        }
+        let v = Arc::new(crate::pods::projection(pod));
+        memo.insert(uid.to_string(), (rv.to_string(), Arc::clone(&v)));
+        v
+    }
+
     fn expectations(&self) -> std::sync::MutexGuard<'_, Expectations> {
         match self.expectations.lock() {
             Ok(g) => g,
@@ -187,6 +213,7 @@ pub async fn run_replicasets(
         expectations: Mutex::new(Expectations::default()),
         events: recorder(&writer, "replicaset-controller"),
         writer,
+        projections: Mutex::new(HashMap::new()),
     });
     let s = Arc::clone(&shared);
     tokio::spawn(async move {
@@ -248,6 +275,7 @@ pub async fn run_replicasets(
                 }
             }
             if deleted {
+                s.projections().remove(&uid);
                 seen.remove(&uid);
             } else {
                 seen.insert(uid);
@@ -368,7 +396,7 @@ async fn sync(s: &Shared, key: &str) -> Result<(), kube::Error> {
     };
     // Only this ReplicaSet's pods and the orphans it might adopt are looked at closely.
     // (The informer's controller index: a lookup, not a scan of every pod.)
-    let pods: Vec<Value> = s
+    let pods: Vec<Arc<Value>> = s
         .pod_informer
         .by_index("controller", &rs_uid)
         .into_iter()
@@ -377,7 +405,7 @@ async fn sync(s: &Shared, key: &str) -> Result<(), kube::Error> {
                 .by_index("controller", &format!("orphan/{ns}")),
         )
         .filter(|p| p.metadata.namespace.as_deref() == Some(ns))
-        .filter_map(|p| serde_json::to_value(p.as_ref()).ok())
+        .map(|p| s.projection(&p))
         .collect();
     let needs_sync = s.expectations().satisfied(key, Instant::now());
     let claim = replicaset::claim(&rs, &pods);

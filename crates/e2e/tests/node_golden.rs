@@ -21,18 +21,7 @@ use testkit::wait_for;
 const KUBECTL: Option<&str> = Some("1.33");
 
 fn ready_pods(c: &NodeCluster, selector: &str) -> Vec<Value> {
-    c.server
-        .get_items(&["pods", "-l", selector])
-        .into_iter()
-        .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
-        .filter(|p| {
-            p["status"]["phase"] == "Running"
-                && p["status"]["conditions"].as_array().is_some_and(|cs| {
-                    cs.iter()
-                        .any(|c| c["type"] == "Ready" && c["status"] == "True")
-                })
-        })
-        .collect()
+    c.server.ready_pods(selector)
 }
 
 fn wait_ready_count(c: &NodeCluster, selector: &str, n: usize, secs: u64) -> Vec<Value> {

@@ -14,8 +14,6 @@ use std::time::Duration;
 use cri::containerd::{ContainerdConfig, Layout, Mirror, Supervisor};
 use cri::remote::RemoteRuntime;
 use cri::{ImageService, RuntimeService};
-use k8s_openapi::api::core::v1::Pod;
-use kube::runtime::{WatchStreamExt, reflector, watcher};
 use tokio::sync::watch;
 
 use crate::{Error, KubeletConfig};
@@ -37,6 +35,9 @@ pub struct AgentConfig {
     pub mirrors: Vec<Mirror>,
     /// `rkube-pause`, packed into the pause image at start.
     pub pause_binary: Option<PathBuf>,
+    /// Whether the node joins the VXLAN overlay ([`crate::overlay`]) when its IP is a
+    /// non-loopback IPv4 address.
+    pub overlay: bool,
 }
 
 /// A short, stable name derived from the node's name (FNV-1a), for per-agent bridge
@@ -78,6 +79,7 @@ impl AgentConfig {
             runtime_endpoint,
             mirrors,
             pause_binary,
+            overlay: true,
         }
     }
 }
@@ -88,20 +90,7 @@ async fn start_containerd(cfg: &AgentConfig, layout: Layout) -> Result<Superviso
         Error::Other("rkube-pause was not found beside the rkube binary; build it with `cargo build -p rkube`".into())
     })?;
     layout.create_dirs()?;
-    let images = cfg.data_dir.join("images");
-    std::fs::create_dir_all(&images).map_err(|source| Error::Io {
-        path: images.clone(),
-        source,
-    })?;
-    let archive = images.join("pause.tar");
-    {
-        let file = std::fs::File::create(&archive).map_err(|source| Error::Io {
-            path: archive.clone(),
-            source,
-        })?;
-        oci::pause_image(&pause, std::io::BufWriter::new(file))
-            .map_err(|e| Error::Other(format!("building the pause image: {e}")))?;
-    }
+    let archive = crate::runtime_endpoint::write_pause_archive(&pause, &cfg.data_dir)?;
     let mut config = ContainerdConfig::new(layout.clone(), oci::PAUSE_IMAGE);
     config.mirrors = cfg.mirrors.clone();
     let supervisor = Supervisor::start(config).await?;
@@ -115,7 +104,9 @@ pub async fn run(cfg: AgentConfig, stop: watch::Receiver<bool>) -> Result<(), Er
     let span = tracing::info_span!("agent", node = %cfg.kubelet.node_name);
     let _enter = span.enter();
     drop(_enter);
-    let layout = Layout::new(&cfg.data_dir);
+    let mut layout = Layout::new(&cfg.data_dir);
+    // The containerd we start reads the CNI configuration where the node writes it.
+    layout.cni_conf_dir = cfg.kubelet.cni_conf_dir.clone();
     let (supervisor, endpoint) = match &cfg.runtime_endpoint {
         Some(e) => (None, e.clone()),
         None => {
@@ -131,10 +122,41 @@ pub async fn run(cfg: AgentConfig, stop: watch::Receiver<bool>) -> Result<(), Er
     )?);
     let runtime: Arc<dyn RuntimeService> = remote.clone();
     let images: Arc<dyn ImageService> = remote;
+    if supervisor.is_none() {
+        // Not ours: check its sandbox image and CNI directory instead of configuring them.
+        crate::runtime_endpoint::prepare(
+            &endpoint,
+            runtime.as_ref(),
+            images.as_ref(),
+            cfg.pause_binary.as_deref(),
+            &cfg.data_dir,
+            &cfg.kubelet.cni_conf_dir,
+        )
+        .await;
+    }
     let client = ::runtime::client_from(&cfg.kubeconfig)
         .await
         .map_err(|e| Error::Other(e.to_string()))?;
-    let kc = Arc::new(cfg.kubelet.clone());
+    let mut kubelet_cfg = cfg.kubelet.clone();
+    // The overlay's device comes first: the pods' MTU leaves room for its encapsulation.
+    let overlay = match (cfg.overlay, kubelet_cfg.node_ip) {
+        (true, std::net::IpAddr::V4(ip)) if !ip.is_loopback() && !ip.is_unspecified() => {
+            let dataplane = net::dataplane::Kernel::connect()
+                .map_err(|e| Error::Other(format!("overlay: {e}")))?;
+            let o = crate::overlay::Overlay {
+                node: kubelet_cfg.node_name.clone(),
+                spec: crate::overlay::vxlan_spec(ip),
+                rules_id: kubelet_cfg.cni_bridge.clone(),
+                dataplane: Arc::new(dataplane),
+            };
+            let vtep = o.prepare().await?;
+            kubelet_cfg.cni_mtu = kubelet_cfg.cni_mtu.or(Some(vtep.mtu));
+            tracing::info!(device = %o.spec.name, mac = %vtep.mac, mtu = vtep.mtu, "overlay device ready");
+            Some((o, vtep))
+        }
+        _ => None,
+    };
+    let kc = Arc::new(kubelet_cfg);
     for dir in [&kc.root_dir, &kc.pod_log_dir] {
         std::fs::create_dir_all(dir).map_err(|source| Error::Io {
             path: dir.clone(),
@@ -156,6 +178,8 @@ pub async fn run(cfg: AgentConfig, stop: watch::Receiver<bool>) -> Result<(), Er
         host,
     );
     let node_task = tokio::spawn(node_agent.run(stop.clone()));
+    let overlay_task =
+        overlay.map(|(o, vtep)| tokio::spawn(o.run(client.clone(), vtep, stop.clone())));
 
     let volumes = Arc::new(crate::volumes::Volumes::new(
         Arc::clone(&kc),
@@ -177,27 +201,10 @@ pub async fn run(cfg: AgentConfig, stop: watch::Receiver<bool>) -> Result<(), Er
         cgroups,
     );
     let metrics = Arc::clone(&ctx.metrics);
+    let pod_view = ctx.pods.clone();
     let pod_task = tokio::spawn(crate::pod::run(ctx, stop.clone()));
 
-    // The kubelet API. `/pods` lists the pods bound here from a reflector of its own.
-    let (reader, writer) = reflector::store::<Pod>();
-    let pods_api: kube::Api<Pod> = kube::Api::all(client.clone());
-    let watch_cfg = watcher::Config::default().fields(&format!("spec.nodeName={}", kc.node_name));
-    let mut reflect_stop = stop.clone();
-    tokio::spawn(async move {
-        use futures::StreamExt;
-        let stream = watcher(pods_api, watch_cfg)
-            .default_backoff()
-            .reflect(writer)
-            .applied_objects();
-        futures::pin_mut!(stream);
-        loop {
-            tokio::select! {
-                next = stream.next() => if next.is_none() { return },
-                _ = async { let _ = reflect_stop.wait_for(|s| *s).await; } => return,
-            }
-        }
-    });
+    // The kubelet API; `/pods` lists the pods as the pod lifecycle last saw them.
     let pki = kc.root_dir.join("pki");
     let (cert, key) = crate::server::ensure_serving_cert(&pki, &kc.node_name, kc.node_ip)?;
     let tls = crate::server::tls_config(&cert, &key, cfg.client_ca.as_deref())?;
@@ -211,7 +218,7 @@ pub async fn run(cfg: AgentConfig, stop: watch::Receiver<bool>) -> Result<(), Er
     let deps = crate::server::ServerDeps {
         config: Arc::clone(&kc),
         runtime: Arc::clone(&runtime),
-        pods: Arc::new(move || reader.state().iter().map(|p| (**p).clone()).collect()),
+        pods: Arc::new(move || pod_view.pods()),
         metrics: Arc::new(move || metrics.render()),
         reviewer: Arc::new(crate::server::auth::Reviewer::new(
             client.clone(),
@@ -223,7 +230,12 @@ pub async fn run(cfg: AgentConfig, stop: watch::Receiver<bool>) -> Result<(), Er
 
     let mut stop = stop;
     let _ = stop.wait_for(|s| *s).await;
-    for (name, task) in [("node", node_task), ("pods", pod_task)] {
+    let parts = [
+        ("node", Some(node_task)),
+        ("pods", Some(pod_task)),
+        ("overlay", overlay_task),
+    ];
+    for (name, task) in parts.into_iter().filter_map(|(n, t)| Some((n, t?))) {
         match tokio::time::timeout(Duration::from_secs(10), task).await {
             Ok(Ok(Err(e))) => tracing::warn!(part = name, error = %e, "agent part failed"),
             Ok(Err(e)) => tracing::warn!(part = name, error = %e, "agent part panicked"),

@@ -729,6 +729,74 @@ impl CgroupManager for CgroupFs {
     }
 }
 
+/// An in-memory [`CgroupManager`] for tests: the pod cgroups that exist, by pod uid, and
+/// every call in order (`ensure <uid>`, `remove <uid>`). A pod's cgroup can be made busy
+/// (its removal fails, as a cgroup whose processes are still leaving) a number of times.
+#[derive(Debug, Default)]
+pub struct FakeCgroups {
+    state: Mutex<FakeCgroupState>,
+}
+
+#[derive(Debug, Default)]
+struct FakeCgroupState {
+    pods: std::collections::BTreeSet<String>,
+    busy: HashMap<String, u32>,
+    calls: Vec<String>,
+}
+
+impl FakeCgroups {
+    pub fn new() -> FakeCgroups {
+        FakeCgroups::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, FakeCgroupState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The next `times` removals of pod `uid`'s cgroup fail (`u32::MAX`: always).
+    pub fn set_busy(&self, uid: &str, times: u32) {
+        self.lock().busy.insert(uid.to_string(), times);
+    }
+
+    /// Whether pod `uid`'s cgroup exists.
+    pub fn exists(&self, uid: &str) -> bool {
+        self.lock().pods.contains(uid)
+    }
+
+    /// The calls so far, in order.
+    pub fn calls(&self) -> Vec<String> {
+        self.lock().calls.clone()
+    }
+}
+
+impl CgroupManager for FakeCgroups {
+    fn ensure_pod(&self, pod: &Pod) -> Result<String, Error> {
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let mut st = self.lock();
+        st.calls.push(format!("ensure {uid}"));
+        st.pods.insert(uid.clone());
+        Ok(format!("/{}", pod_cgroup_name(pod_qos(pod), &uid)))
+    }
+
+    fn remove_pod(&self, pod: &Pod) -> Result<(), Error> {
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let mut st = self.lock();
+        st.calls.push(format!("remove {uid}"));
+        if let Some(n) = st.busy.get_mut(&uid)
+            && *n > 0
+        {
+            if *n != u32::MAX {
+                *n -= 1;
+            }
+            return Err(Error::Other(format!(
+                "cgroup of pod {uid} is busy (processes left); will retry"
+            )));
+        }
+        st.pods.remove(&uid);
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {

@@ -9,7 +9,9 @@ pub mod bootstrap;
 pub mod cgroups;
 pub mod config;
 pub mod node;
+pub mod overlay;
 pub mod pod;
+pub mod runtime_endpoint;
 pub mod server;
 pub mod volumes;
 

@@ -3,7 +3,8 @@
 //! node runs (sandbox, container, Running/Ready with the sandbox's IP, Created/Started
 //! events in `kubectl describe`), a container exiting 1 twice ends in CrashLoopBackOff,
 //! a restarted agent adopts what runs (no second sandbox) and removes orphans, and
-//! `kubectl delete pod` completes through the kubelet's graceful stop and final delete.
+//! `kubectl delete pod` completes through the kubelet's graceful stop and final delete,
+//! which waits until the pod's cgroup is removed.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -87,6 +88,23 @@ fn start_kubelet(
     tokio::task::JoinHandle<()>,
     Arc<kubelet::pod::Metrics>,
 ) {
+    let (stop, handle, metrics, _) = start_kubelet_with(client, fake, root, Arc::new(NoCgroups));
+    (stop, handle, metrics)
+}
+
+/// As [`start_kubelet`], with a cgroup manager of the test's; also returns the pods the
+/// lifecycle sees (the kubelet API's `/pods`).
+fn start_kubelet_with(
+    client: Client,
+    fake: &Arc<FakeRuntime>,
+    root: &std::path::Path,
+    cgroups: Arc<dyn CgroupManager>,
+) -> (
+    tokio::sync::watch::Sender<bool>,
+    tokio::task::JoinHandle<()>,
+    Arc<kubelet::pod::Metrics>,
+    kubelet::pod::PodView,
+) {
     let mut config = KubeletConfig::new(NODE, root.join("kubelet"), IpAddr::from([127, 0, 0, 1]));
     config.pod_log_dir = root.join("logs");
     let resolv = root.join("resolv.conf");
@@ -99,14 +117,15 @@ fn start_kubelet(
         Arc::clone(fake) as Arc<dyn RuntimeService>,
         Arc::clone(fake) as Arc<dyn cri::ImageService>,
         Arc::new(DirVolumes(root.join("volumes"))),
-        Arc::new(NoCgroups),
+        cgroups,
     );
     let metrics = Arc::clone(&ctx.metrics);
+    let view = ctx.pods.clone();
     let (tx, rx) = tokio::sync::watch::channel(false);
     let handle = tokio::spawn(async move {
         run(ctx, rx).await.unwrap();
     });
-    (tx, handle, metrics)
+    (tx, handle, metrics, view)
 }
 
 /// Polls `f` every 200 ms for up to `secs`.
@@ -635,6 +654,114 @@ async fn probes_hooks_init_containers_and_deadlines() {
             ],
         )
     });
+    stop.send(true).unwrap();
+    let _ = handle.await;
+}
+
+/// The kubelet's final delete (grace period 0) waits until the pod's cgroup is gone
+/// (upstream's `podResourcesAreReclaimed`): with the cgroup busy the pod is stopped but
+/// not finally deleted; once the cgroup can be removed the kubelet deletes it. A finalizer
+/// of the test's keeps the object readable after the kubelet's delete (which sets
+/// `deletionGracePeriodSeconds` to 0). The pod view (`/pods`) follows the lifecycle's pods.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn final_delete_waits_for_the_pod_cgroup() {
+    init_tracing();
+    let server = tokio::task::block_in_place(RkubeServer::start);
+    let dir = tempfile::tempdir().unwrap();
+    let node = json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": NODE, "labels": {"kubernetes.io/os": "linux"}},
+    });
+    tokio::task::block_in_place(|| server.create_json(&node));
+    let fake = Arc::new(FakeRuntime::new().with_images(["docker.io/library/nginx:1.25"]));
+    let cgroups = Arc::new(kubelet::cgroups::FakeCgroups::new());
+    let c = client(&server).await;
+    let (stop, handle, _metrics, view) = start_kubelet_with(
+        c.clone(),
+        &fake,
+        dir.path(),
+        Arc::clone(&cgroups) as Arc<dyn CgroupManager>,
+    );
+    let pod = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "held", "namespace": "default", "finalizers": ["example.com/hold"]},
+        "spec": {
+            "nodeName": NODE,
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{"name": "nginx", "image": "nginx:1.25"}],
+        },
+    });
+    tokio::task::block_in_place(|| server.create_json(&pod));
+    let running = wait_for("held Running", 60, &server, || {
+        let p = tokio::task::block_in_place(|| pod_json(&server, "held"))?;
+        (p["status"]["phase"] == "Running").then_some(p)
+    })
+    .await;
+    let uid = running["metadata"]["uid"].as_str().unwrap().to_string();
+    assert!(cgroups.exists(&uid));
+    let seen = view.pods();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].metadata.uid.as_deref(), Some(uid.as_str()));
+
+    // The cgroup stays busy: the pod is stopped, its status terminal, but no final delete.
+    cgroups.set_busy(&uid, u32::MAX);
+    tokio::task::block_in_place(|| {
+        server.kubectl_ok(Some("1.33"), &["delete", "pod", "held", "--wait=false"])
+    });
+    wait_for("held stopped with a terminal status", 30, &server, || {
+        let p = tokio::task::block_in_place(|| pod_json(&server, "held"))?;
+        (fake.sandboxes().is_empty()
+            && matches!(p["status"]["phase"].as_str(), Some("Succeeded" | "Failed")))
+        .then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let p = tokio::task::block_in_place(|| pod_json(&server, "held")).unwrap();
+    assert_eq!(
+        p["metadata"]["deletionGracePeriodSeconds"], 1,
+        "no final delete while the cgroup remains: {}",
+        p["metadata"]
+    );
+    assert!(cgroups.exists(&uid));
+    let removals = cgroups
+        .calls()
+        .iter()
+        .filter(|c| **c == format!("remove {uid}"))
+        .count();
+    assert!(removals >= 3, "retried: {:?}", cgroups.calls());
+
+    // Released: the cgroup goes, then the kubelet's final delete (grace period 0).
+    cgroups.set_busy(&uid, 0);
+    wait_for("the kubelet's final delete of held", 30, &server, || {
+        let p = tokio::task::block_in_place(|| pod_json(&server, "held"))?;
+        (p["metadata"]["deletionGracePeriodSeconds"] == 0).then_some(())
+    })
+    .await;
+    assert!(!cgroups.exists(&uid));
+    tokio::task::block_in_place(|| {
+        server.kubectl_ok(
+            Some("1.33"),
+            &[
+                "patch",
+                "pod",
+                "held",
+                "--type=json",
+                "-p",
+                r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+            ],
+        )
+    });
+    wait_for("held deleted", 30, &server, || {
+        tokio::task::block_in_place(|| pod_json(&server, "held"))
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    wait_for("held gone from the pod view", 10, &server, || {
+        view.pods().is_empty().then_some(())
+    })
+    .await;
+
     stop.send(true).unwrap();
     let _ = handle.await;
 }

@@ -4,9 +4,13 @@
 //!   (`bridge` + `host-local` over the node's pod CIDR + `portmap`), and what host-local
 //!   has allocated.
 //! - [`dns`]: the DNS settings of a pod (upstream kubelet's `pkg/kubelet/network/dns`).
+//! - [`overlay`]: the VXLAN overlay between nodes (pure: peers, desired device state,
+//!   changes), and [`dataplane`], its kernel side (rtnetlink, iptables) and a fake.
 
 pub mod cni;
+pub mod dataplane;
 pub mod dns;
+pub mod overlay;
 
 use std::path::PathBuf;
 
@@ -22,6 +26,9 @@ pub enum Error {
     /// An input that cannot be used (a bad subnet, an unknown DNS policy, …).
     #[error("{0}")]
     Invalid(String),
+    /// A netlink or packet-filter operation failed.
+    #[error("{0}")]
+    Netlink(String),
 }
 
 impl Error {

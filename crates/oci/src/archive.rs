@@ -16,9 +16,9 @@ use crate::{Error, ImageConfig, ImageId, normalize_reference};
 
 /// Every file's mtime in the layer and the archive: fixed, so identical trees give
 /// identical digests.
-const MTIME: u64 = 0;
+pub(crate) const MTIME: u64 = 0;
 /// The image's `created` time, fixed for the same reason.
-const CREATED: &str = "1970-01-01T00:00:00Z";
+pub(crate) const CREATED: &str = "1970-01-01T00:00:00Z";
 
 pub(crate) const MEDIA_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 pub(crate) const MEDIA_INDEX: &str = "application/vnd.oci.image.index.v1+json";
@@ -63,12 +63,12 @@ impl<W: Write> Write for Digesting<W> {
     }
 }
 
-fn sha256(bytes: &[u8]) -> String {
+pub(crate) fn sha256(bytes: &[u8]) -> String {
     format!("sha256:{:x}", Sha256::digest(bytes))
 }
 
 /// The Go architecture name of the machine this runs on (images carry the host's binaries).
-fn go_arch() -> &'static str {
+pub(crate) fn go_arch() -> &'static str {
     match std::env::consts::ARCH {
         "x86_64" => "amd64",
         "aarch64" => "arm64",
@@ -80,10 +80,10 @@ fn go_arch() -> &'static str {
     }
 }
 
-struct Layer {
-    gzipped: Vec<u8>,
-    digest: String,
-    diff_id: String,
+pub(crate) struct Layer {
+    pub(crate) gzipped: Vec<u8>,
+    pub(crate) digest: String,
+    pub(crate) diff_id: String,
 }
 
 /// Writes `rootfs` as a single-layer OCI image named `reference` (normalized to its full
@@ -194,7 +194,7 @@ struct RunConfig<'a> {
     stop_signal: Option<&'a str>,
 }
 
-fn image_config_json(config: &ImageConfig, diff_id: &str) -> Value {
+pub(crate) fn image_config_json(config: &ImageConfig, diff_id: &str) -> Value {
     let exposed_ports = config
         .exposed_ports
         .iter()
@@ -230,7 +230,7 @@ fn image_config_json(config: &ImageConfig, diff_id: &str) -> Value {
 /// The layer: every entry under `rootfs`, sorted, with fixed mtimes. Files owned by the
 /// owner of `rootfs` itself are stored as owned by root (0:0), so a tree assembled by any
 /// user is root's in the image; other owners are kept.
-fn build_layer(rootfs: &Path) -> Result<Layer, Error> {
+pub(crate) fn build_layer(rootfs: &Path) -> Result<Layer, Error> {
     let root_meta = std::fs::metadata(rootfs).map_err(Error::io(rootfs))?;
     if !root_meta.is_dir() {
         return Err(Error::Io {
@@ -316,7 +316,7 @@ fn add_tree<W: Write>(
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::io::Read;
 
@@ -334,7 +334,8 @@ mod tests {
         std::fs::set_permissions(dir.join("tmp"), std::fs::Permissions::from_mode(0o1777)).unwrap();
     }
 
-    fn entries(archive: &[u8]) -> BTreeMap<String, Vec<u8>> {
+    /// The files of a tar archive, by path.
+    pub(crate) fn entries(archive: &[u8]) -> BTreeMap<String, Vec<u8>> {
         let mut out = BTreeMap::new();
         let mut t = tar::Archive::new(archive);
         for e in t.entries().unwrap() {

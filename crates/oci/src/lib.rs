@@ -6,8 +6,11 @@
 //! the same tree and config always give the same digests. [`Rootfs`] assembles such a
 //! directory (host binaries with their shared libraries, files, dirs, symlinks), and
 //! [`pause_image`] builds the sandbox ("pause") image every pod's sandbox runs.
+//! [`write_docker_archive`] writes the same kind of image in `docker save`'s format (the
+//! air-gap tarballs k3s imports).
 
 mod archive;
+mod docker;
 mod reference;
 mod rootfs;
 
@@ -16,6 +19,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 pub use archive::write_archive;
+pub use docker::{DockerArchiveId, write_docker_archive};
 pub use reference::normalize_reference;
 pub use rootfs::{Rootfs, parse_ldd, shared_libraries};
 

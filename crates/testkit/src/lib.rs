@@ -10,6 +10,7 @@
 pub mod etcd;
 pub mod https;
 pub mod images;
+pub mod netns;
 pub mod node;
 pub mod pki;
 pub mod registry;

@@ -102,19 +102,16 @@ impl NodeCluster {
 
     /// As [`NodeCluster::start`], with extra server flags.
     pub fn start_with(extra: &[&str]) -> NodeCluster {
+        Self::start_on("127.0.0.1", extra)
+    }
+
+    /// As [`NodeCluster::start_with`], the node's IP being `node_ip`.
+    pub fn start_on(node_ip: &str, extra: &[&str]) -> NodeCluster {
         assert!(
             std::fs::metadata("/usr/bin/containerd").is_ok(),
             "containerd is missing: run scripts/install-deps.sh (package containerd)"
         );
-        let images = demo_images();
-        let registry = Registry::start();
-        for (file, reference) in DEMO_IMAGES {
-            let repo_tag = reference
-                .strip_prefix("docker.io/")
-                .unwrap_or(reference)
-                .to_string();
-            registry.push(&images.join(file), &repo_tag);
-        }
+        let registry = demo_registry();
         let lease = CidrLease::take();
         let kubelet_port = free_port();
         let node = format!("node-{}-{kubelet_port}", lease.octet);
@@ -124,7 +121,7 @@ impl NodeCluster {
             "--kubelet-port".into(),
             kubelet_port.to_string(),
             "--node-ip".into(),
-            "127.0.0.1".into(),
+            node_ip.into(),
             "--cluster-cidr".into(),
             lease.cidr(),
             "--registry-mirror".into(),
@@ -226,11 +223,31 @@ pub struct AgentProcess {
     child: Option<std::process::Child>,
     pub dir: tempfile::TempDir,
     pub node: String,
+    /// The network namespace it runs in (`None`: the host's).
+    netns: Option<String>,
+}
+
+/// Where and how an [`AgentProcess`] runs; the defaults suit an agent beside the server.
+#[derive(Default)]
+pub struct AgentOptions<'a> {
+    /// Run the agent in this host's network namespace.
+    pub host: Option<&'a crate::netns::Host>,
+    /// The server URL (default `https://127.0.0.1:<port>`).
+    pub server: Option<String>,
+    /// `--node-ip` (default `127.0.0.1`).
+    pub node_ip: Option<String>,
+    /// The `docker.io` mirror (default the cluster's registry).
+    pub mirror: Option<String>,
 }
 
 impl AgentProcess {
     /// Starts `rkube agent` as node `name` and waits until the node is Ready.
     pub fn start(cluster: &NodeCluster, name: &str) -> AgentProcess {
+        Self::start_with(cluster, name, &AgentOptions::default())
+    }
+
+    /// As [`AgentProcess::start`], with `opts`.
+    pub fn start_with(cluster: &NodeCluster, name: &str, opts: &AgentOptions<'_>) -> AgentProcess {
         let dir = tempfile::Builder::new()
             .prefix("rkube-agent-")
             .tempdir()
@@ -240,22 +257,28 @@ impl AgentProcess {
         let log = std::fs::File::create(dir.path().join("agent.log"))
             .unwrap_or_else(|e| panic!("log: {e}"));
         let log2 = log.try_clone().unwrap_or_else(|e| panic!("log: {e}"));
-        let child = std::process::Command::new(crate::rkube_binary())
+        let mut cmd = match opts.host {
+            Some(h) => h.command(crate::rkube_binary()),
+            None => std::process::Command::new(crate::rkube_binary()),
+        };
+        let server = opts
+            .server
+            .clone()
+            .unwrap_or_else(|| format!("https://127.0.0.1:{}", cluster.server.port));
+        let mirror = opts
+            .mirror
+            .clone()
+            .unwrap_or_else(|| format!("http://{}", cluster.registry.host()));
+        let child = cmd
             .arg("agent")
-            .args([
-                "--server",
-                &format!("https://127.0.0.1:{}", cluster.server.port),
-            ])
+            .args(["--server", &server])
             .args(["--token", token.trim()])
             .arg("--data-dir")
             .arg(dir.path().join("data"))
             .args(["--node-name", name])
             .args(["--kubelet-port", &free_port().to_string()])
-            .args(["--node-ip", "127.0.0.1"])
-            .args([
-                "--registry-mirror",
-                &format!("docker.io=http://{}", cluster.registry.host()),
-            ])
+            .args(["--node-ip", opts.node_ip.as_deref().unwrap_or("127.0.0.1")])
+            .args(["--registry-mirror", &format!("docker.io={mirror}")])
             .env(
                 "RUST_LOG",
                 std::env::var("RKUBE_TEST_LOG").unwrap_or_else(|_| "info".into()),
@@ -269,6 +292,7 @@ impl AgentProcess {
             child: Some(child),
             dir,
             node: name.to_string(),
+            netns: opts.host.map(|h| h.netns.clone()),
         };
         let deadline = std::time::Instant::now() + Duration::from_secs(90);
         loop {
@@ -311,6 +335,152 @@ impl Drop for AgentProcess {
         if let Some(c) = self.child.take() {
             crate::rkube::terminate(c, Duration::from_secs(20));
         }
-        crate::rkube::killall(&self.dir.path().join("data"));
+        let data = self.dir.path().join("data");
+        match &self.netns {
+            None => crate::rkube::killall(&data),
+            Some(ns) => {
+                // Its bridge, rules and overlay device live in its namespace.
+                let _ = std::process::Command::new("nsenter")
+                    .arg(format!("--net=/run/netns/{ns}"))
+                    .arg("--")
+                    .arg(crate::rkube_binary())
+                    .args(["killall", "--data-dir"])
+                    .arg(&data)
+                    .status();
+            }
+        }
+    }
+}
+
+/// A local registry with the offline demo images pushed (`library/nginx:latest`, …): the
+/// `docker.io` mirror of test nodes.
+pub fn demo_registry() -> Registry {
+    let images = demo_images();
+    let registry = Registry::start();
+    for (file, reference) in DEMO_IMAGES {
+        let repo_tag = reference
+            .strip_prefix("docker.io/")
+            .unwrap_or(reference)
+            .to_string();
+        registry.push(&images.join(file), &repo_tag);
+    }
+    registry
+}
+
+/// A containerd of the test's own, not rkube's (for `--container-runtime-endpoint`):
+/// configured as rkube configures its own ([`cri::containerd::render_config`]: our pause
+/// image as `sandbox_image`, runc with cgroupfs, the CNI config directory of its layout)
+/// with `docker.io` mirrored to a test registry, in a temporary directory. On drop its
+/// pods are removed (`rkube killall`, which also deletes the bridges its CNI
+/// configuration names), containerd is stopped and what it left mounted is unmounted.
+pub struct ExternalContainerd {
+    child: Option<std::process::Child>,
+    pub layout: cri::containerd::Layout,
+    pub dir: tempfile::TempDir,
+}
+
+impl ExternalContainerd {
+    /// Starts containerd with `docker.io` mirrored to `mirror` (`http://127.0.0.1:PORT`)
+    /// and waits until its socket answers.
+    pub fn start(mirror: &str) -> ExternalContainerd {
+        use cri::containerd::{ContainerdConfig, Layout, Mirror, render_config};
+        let dir = tempfile::Builder::new()
+            .prefix("rkube-ctrd-")
+            .tempdir()
+            .unwrap_or_else(|e| panic!("tempdir: {e}"));
+        let layout = Layout::new(dir.path());
+        layout
+            .create_dirs()
+            .unwrap_or_else(|e| panic!("containerd dirs: {e}"));
+        let mut config = ContainerdConfig::new(layout.clone(), oci::PAUSE_IMAGE);
+        config.mirrors = vec![Mirror {
+            host: "docker.io".into(),
+            endpoints: vec![mirror.to_string()],
+        }];
+        cri::containerd::write_registry_hosts(&layout, &config.mirrors)
+            .unwrap_or_else(|e| panic!("registry hosts: {e}"));
+        std::fs::write(&layout.config, render_config(&config))
+            .unwrap_or_else(|e| panic!("{}: {e}", layout.config.display()));
+        let log = std::fs::File::create(&layout.log).unwrap_or_else(|e| panic!("log: {e}"));
+        let log2 = log.try_clone().unwrap_or_else(|e| panic!("log: {e}"));
+        let child = std::process::Command::new(&config.containerd_bin)
+            .arg("--config")
+            .arg(&layout.config)
+            .stdin(std::process::Stdio::null())
+            .stdout(log)
+            .stderr(log2)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start containerd: {e}"));
+        let mut c = ExternalContainerd {
+            child: Some(child),
+            layout,
+            dir,
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while !c.answers() {
+            if let Some(ch) = c.child.as_mut()
+                && let Ok(Some(st)) = ch.try_wait()
+            {
+                panic!("containerd exited with {st}:\n{}", c.log());
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "containerd did not answer within 30 s:\n{}",
+                c.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        c
+    }
+
+    /// The CRI endpoint, `unix://…/containerd.sock`.
+    pub fn endpoint(&self) -> String {
+        self.layout.endpoint()
+    }
+
+    /// Whether containerd answers on its socket (`ctr version`).
+    pub fn answers(&self) -> bool {
+        self.ctr(&["version"]).is_some()
+    }
+
+    /// Whether the containerd process is alive and answering.
+    pub fn is_running(&mut self) -> bool {
+        let alive = self
+            .child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)));
+        alive && self.answers()
+    }
+
+    /// `ctr -n k8s.io ARGS` against this containerd: its stdout, `None` when it failed.
+    pub fn ctr(&self, args: &[&str]) -> Option<String> {
+        let out = std::process::Command::new("ctr")
+            .arg("--address")
+            .arg(&self.layout.socket)
+            .args(["-n", "k8s.io"])
+            .args(args)
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// containerd's log.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.layout.log).unwrap_or_default()
+    }
+}
+
+impl Drop for ExternalContainerd {
+    fn drop(&mut self) {
+        // Sandboxes and containers removed (CNI DEL frees the IPs), mounts, bridge.
+        crate::rkube::killall(&self.layout.dir);
+        if let Some(c) = self.child.take() {
+            crate::rkube::terminate(c, Duration::from_secs(15));
+        }
+        if let Err(e) = cri::containerd::cleanup_mounts(&self.layout) {
+            eprintln!("unmounting under {}: {e}", self.layout.dir.display());
+        }
     }
 }

@@ -410,6 +410,21 @@ impl RkubeServer {
         }
         serde_json::from_slice(&out.stdout).ok()
     }
+    /// The pods matching `selector` (default namespace) that are Running and Ready and not
+    /// being deleted.
+    pub fn ready_pods(&self, selector: &str) -> Vec<Value> {
+        self.get_items(&["pods", "-l", selector])
+            .into_iter()
+            .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+            .filter(|p| {
+                p["status"]["phase"] == "Running"
+                    && p["status"]["conditions"].as_array().is_some_and(|cs| {
+                        cs.iter()
+                            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+                    })
+            })
+            .collect()
+    }
 
     /// The `items` of `kubectl get <args> -o json` (kubectl 1.33, a list).
     pub fn get_items(&self, args: &[&str]) -> Vec<Value> {

@@ -872,9 +872,15 @@ impl Registry {
             };
         }
         // The last finalizer of an object being deleted is gone, or an initializer failed
-        // it: delete it now.
+        // it: delete it now. As upstream's `ShouldDeleteDuringUpdate`, not while the
+        // stored object's grace period runs (a gracefully deleted pod's status writes keep
+        // it until the kubelet's final delete).
+        let grace_over = old["metadata"]["deletionGracePeriodSeconds"]
+            .as_i64()
+            .is_none_or(|g| g == 0);
         if api::kinds::initializers::failure(&new).is_some()
-            || (api::meta::deletion_timestamp(&new).is_some()
+            || (api::meta::deletion_timestamp(&old).is_some()
+                && grace_over
                 && api::meta::finalizers(&new).is_empty()
                 && namespaces::may_remove_on_update(r, &new))
         {

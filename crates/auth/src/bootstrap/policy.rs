@@ -16,8 +16,13 @@ use super::{
 };
 use crate::attributes::{
     ALL_AUTHENTICATED, ALL_SERVICE_ACCOUNTS_GROUP, ALL_UNAUTHENTICATED, KUBE_CONTROLLER_MANAGER,
-    KUBE_PROXY, KUBE_SCHEDULER, MONITORING_GROUP, SYSTEM_PRIVILEGED_GROUP,
+    KUBE_PROXY, KUBE_SCHEDULER, MONITORING_GROUP, NODES_GROUP, SYSTEM_PRIVILEGED_GROUP,
 };
+
+/// rkube's own role (not upstream's): the node agent's overlay network reads every Node
+/// (their pod CIDRs, addresses and VTEP annotations), which the Node authorizer no
+/// longer lets a node do (`AuthorizeNodeWithSelectors`). As k3s grants its flannel.
+pub const OVERLAY_ROLE_NAME: &str = "rkube:overlay";
 
 const SYSTEM_NODE_ROLE_NAME: &str = "system:node";
 
@@ -732,6 +737,15 @@ pub fn policy_cluster_roles(features: &Features) -> Vec<ClusterRole> {
             .build(),
     );
     roles.push(cluster_role("system:node-proxier", node_proxier));
+    roles.push(cluster_role(
+        OVERLAY_ROLE_NAME,
+        vec![
+            rule(&["get", "list", "watch"])
+                .groups(&[LEGACY_GROUP])
+                .resources(&["nodes"])
+                .build(),
+        ],
+    ));
 
     roles.push(cluster_role(
         "system:kube-scheduler",
@@ -895,6 +909,7 @@ pub fn policy_cluster_role_bindings(features: &Features) -> Vec<ClusterRoleBindi
             subjects().groups(&[ALL_AUTHENTICATED, ALL_UNAUTHENTICATED]),
         ),
         cluster_binding("system:node-proxier", subjects().users(&[KUBE_PROXY])),
+        cluster_binding(OVERLAY_ROLE_NAME, subjects().groups(&[NODES_GROUP])),
         cluster_binding(
             "system:kube-controller-manager",
             subjects().users(&[KUBE_CONTROLLER_MANAGER]),

@@ -9,19 +9,33 @@ use cri::v1;
 use k8s_openapi::api::core::v1::Secret;
 
 /// A credential from a pull secret, for registry `key` (host with an optional path).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Its `Debug` form hides the password, so no log line can carry it.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Credential {
     pub key: String,
     pub username: String,
     pub password: String,
 }
 
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credential")
+            .field("key", &self.key)
+            .field("username", &self.username)
+            .field("password", &"<redacted>")
+            .finish()
+    }
+}
+
 impl Credential {
+    /// The CRI credential, as upstream's keyring hands it over: user and password only.
+    /// `server_address` stays empty: the key already chose the registry, and containerd
+    /// 1.6 parses a non-empty one as a URL (a bare `host:port` key fails to parse, which
+    /// fails the pull).
     pub fn auth_config(&self) -> v1::AuthConfig {
         v1::AuthConfig {
             username: self.username.clone(),
             password: self.password.clone(),
-            server_address: self.key.clone(),
             ..Default::default()
         }
     }
@@ -296,5 +310,16 @@ mod tests {
             "local"
         );
         assert!(credentials_for("quay.io/x", &creds).is_empty());
+        let auth = credentials_for("127.0.0.1:5000/demo:1", &creds)[0].auth_config();
+        assert_eq!(
+            (auth.username.as_str(), auth.password.as_str()),
+            ("local", "l")
+        );
+        assert_eq!(auth.server_address, "");
+        let shown = format!("{:?}", creds);
+        assert!(
+            !shown.contains("pw") && shown.contains("<redacted>"),
+            "{shown}"
+        );
     }
 }

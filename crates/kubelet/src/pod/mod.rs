@@ -10,6 +10,9 @@
 //! - [`images`]: pull policy and pull-secret credentials; [`backoff`]: restart and pull
 //!   back-off; [`probes`]: liveness/readiness/startup; [`admission`]: node fit.
 //! - [`runtime`]: the runtime's view of a pod; [`pleg`]: relist and diff.
+//! - [`reclaim`]: a deleted pod's resources reclaimed before the final `DELETE`.
+//! - [`PodView`]: the node's pods as the lifecycle last saw them (the kubelet API's
+//!   `/pods`, upstream's pod manager `GetPods`).
 //! - `worker`: sync / kill / terminate over CRI, and the per-pod task.
 //!
 //! Sidecar init containers (`restartPolicy: Always`) start in order before the app
@@ -23,6 +26,7 @@ pub mod images;
 pub mod metrics;
 pub mod pleg;
 pub mod probes;
+pub mod reclaim;
 pub mod runtime;
 pub mod spec;
 pub mod status;
@@ -63,6 +67,8 @@ pub struct PodContext {
     pub metrics: Arc<Metrics>,
     /// The PLEG relist period (upstream 1 s).
     pub pleg_period: Duration,
+    /// The pods [`run`] follows; clone it before `run` to read them (`/pods`).
+    pub pods: PodView,
 }
 
 impl PodContext {
@@ -85,7 +91,35 @@ impl PodContext {
             recorder: None,
             metrics: Arc::new(Metrics::new()),
             pleg_period: Duration::from_secs(1),
+            pods: PodView::default(),
         }
+    }
+}
+
+/// The pods bound to this node as the pod lifecycle last saw them from the API (each
+/// worker's latest copy: spec, metadata and the status the API server had), without the
+/// ones deleted from the API. Cheap to clone; upstream's pod manager `GetPods`.
+#[derive(Clone, Default)]
+pub struct PodView {
+    registry: Arc<Mutex<Registry>>,
+}
+
+impl PodView {
+    /// The pods, ordered by namespace and name.
+    pub fn pods(&self) -> Vec<Pod> {
+        let reg = self.registry.lock().unwrap_or_else(|e| e.into_inner());
+        let mut pods: Vec<Pod> = reg
+            .workers
+            .values()
+            .filter(|w| !w.pod.is_closed())
+            .filter_map(|w| w.pod.borrow().as_deref().cloned())
+            .collect();
+        drop(reg);
+        pods.sort_by(|a, b| {
+            (&a.metadata.namespace, &a.metadata.name)
+                .cmp(&(&b.metadata.namespace, &b.metadata.name))
+        });
+        pods
     }
 }
 
@@ -95,6 +129,7 @@ struct WorkerHandle {
     admitted: bool,
 }
 
+#[derive(Default)]
 struct Registry {
     workers: HashMap<String, WorkerHandle>,
 }
@@ -157,9 +192,7 @@ pub async fn run(ctx: PodContext, mut stop: watch::Receiver<bool>) -> Result<(),
         wakers,
         metrics: Arc::clone(&ctx.metrics),
     });
-    let registry = Arc::new(Mutex::new(Registry {
-        workers: HashMap::new(),
-    }));
+    let registry = Arc::clone(&ctx.pods.registry);
     // The Node first, so the first pods are admitted against its allocatable.
     match Api::<Node>::all(ctx.client.clone()).get_opt(&node).await {
         Ok(n) => *k.node.write().unwrap_or_else(|e| e.into_inner()) = n,

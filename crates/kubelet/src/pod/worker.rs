@@ -1256,20 +1256,18 @@ impl Kubelet {
         .await
     }
 
-    /// `SyncTerminatedPod`: volumes and cgroup released; the sandboxes removed too when
-    /// the pod is being deleted.
+    /// `SyncTerminatedPod`: a finished pod's volumes and cgroup released. A deleted pod's
+    /// (sandboxes, volumes, cgroup) are reclaimed before its final delete instead (see
+    /// [`super::reclaim`] and the worker's `Done` phase).
     pub async fn cleanup_pod(&self, pod: &Pod, deleting: bool) -> Result<(), Error> {
         let uid = pod_uid(pod);
-        self.volumes.teardown(uid).await?;
-        // The containers' own cgroups (runc's, under the pod's) go with the sandbox: remove
-        // it first, or the pod cgroup is still busy.
-        if deleting {
-            self.remove_sandboxes(uid).await?;
-            self.cgroups.remove_pod(pod)?;
-        } else if let Err(e) = self.cgroups.remove_pod(pod) {
-            // A finished pod's stopped sandbox is kept for its logs; its cgroup goes when
-            // the pod is deleted.
-            tracing::debug!(error = %e, "pod cgroup kept while the sandbox remains");
+        if !deleting {
+            self.volumes.teardown(uid).await?;
+            if let Err(e) = super::reclaim::remove_cgroup(Arc::clone(&self.cgroups), pod).await {
+                // A finished pod's stopped sandbox is kept for its logs; its cgroup goes
+                // when the pod is deleted.
+                tracing::debug!(error = %e, "pod cgroup kept while the sandbox remains");
+            }
         }
         let mut st = self.st();
         st.restart_backoff.forget_prefix(&format!("{uid}_"));
@@ -1279,25 +1277,7 @@ impl Kubelet {
     }
 
     pub async fn remove_sandboxes(&self, uid: &str) -> Result<(), Error> {
-        let filter = v1::PodSandboxFilter {
-            label_selector: [(rt::LABEL_POD_UID.to_string(), uid.to_string())].into(),
-            ..Default::default()
-        };
-        for s in self.runtime.list_pod_sandbox(Some(filter)).await? {
-            self.runtime
-                .stop_pod_sandbox(&s.id)
-                .await
-                .or_else(|e| if e.is_not_found() { Ok(()) } else { Err(e) })?;
-            self.runtime.remove_pod_sandbox(&s.id).await?;
-        }
-        let cfilter = v1::ContainerFilter {
-            label_selector: [(rt::LABEL_POD_UID.to_string(), uid.to_string())].into(),
-            ..Default::default()
-        };
-        for c in self.runtime.list_containers(Some(cfilter)).await? {
-            let _ = self.runtime.remove_container(&c.id).await;
-        }
-        Ok(())
+        super::reclaim::remove_from_runtime(self.runtime.as_ref(), uid).await
     }
 
     /// Stops and removes what the runtime runs for a pod nobody knows (an orphan).
@@ -1316,6 +1296,11 @@ impl Kubelet {
         }
         self.remove_sandboxes(&r.uid).await?;
         self.volumes.teardown(&r.uid).await?;
+        let mut orphan = Pod::default();
+        orphan.metadata.uid = Some(r.uid.clone());
+        if let Err(e) = super::reclaim::remove_cgroup(Arc::clone(&self.cgroups), &orphan).await {
+            tracing::warn!(uid = %r.uid, error = %e, "removing an orphaned pod's cgroup");
+        }
         Ok(())
     }
 }
@@ -1374,6 +1359,7 @@ pub(crate) async fn pod_worker(
         return;
     };
     let mut delete_sent = false;
+    let mut final_delete = super::reclaim::FinalDelete::default();
     loop {
         if *stop.borrow() {
             return;
@@ -1446,21 +1432,35 @@ pub(crate) async fn pod_worker(
                 }
             },
             Phase::Done => {
-                if gone {
-                    k.forget(&uid);
-                    return;
-                }
+                // A deleted pod's resources are reclaimed before its final delete (and
+                // before it is forgotten when someone else deleted it for good).
                 if deleting && !delete_sent {
-                    match k.remove_sandboxes(&uid).await {
-                        Ok(()) => {
-                            k.status.delete(&pod);
+                    let left = super::reclaim::reclaim(
+                        k.runtime.as_ref(),
+                        k.volumes.as_ref(),
+                        Arc::clone(&k.cgroups),
+                        &pod,
+                    )
+                    .await;
+                    let name = format!("{}/{}", pod_namespace(&pod), pod_name(&pod));
+                    match final_delete.verdict(&left, std::time::Instant::now()) {
+                        super::reclaim::Verdict::Delete => delete_sent = true,
+                        super::reclaim::Verdict::DeleteAnyway(what) => {
+                            tracing::warn!(pod = %name, left = %what, "pod resources not reclaimed in time; deleting the pod anyway");
                             delete_sent = true;
                         }
-                        Err(e) => {
-                            tracing::warn!(pod = %pod_name(&pod), error = %e, "removing sandboxes, will retry");
-                            wait = Duration::from_secs(1);
+                        super::reclaim::Verdict::RetryIn(d) => {
+                            tracing::debug!(pod = %name, left = %left.describe(), "waiting for the pod's resources to be reclaimed");
+                            wait = d;
                         }
                     }
+                    if delete_sent && !gone {
+                        k.status.delete(&pod);
+                    }
+                }
+                if gone && delete_sent {
+                    k.forget(&uid);
+                    return;
                 }
                 if delete_sent {
                     wait = Duration::from_secs(3600);

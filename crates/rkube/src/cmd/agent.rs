@@ -16,11 +16,22 @@ pub struct NodeOptions {
     /// the default route, else the first non-loopback IPv4 address.
     #[arg(long)]
     pub node_ip: Option<IpAddr>,
-    /// An existing CRI socket (`unix:///…`) to use instead of starting containerd.
+    /// An existing CRI socket (`unix:///…`) to use instead of starting containerd. rkube
+    /// neither starts nor stops it; it imports its pause image into it when the runtime's
+    /// `sandbox_image` is rkube's (`docker.io/rkube/pause:3.10`) and missing. The runtime
+    /// must use the cgroupfs driver and load the CNI configuration from --cni-conf-dir.
     #[arg(long)]
     pub container_runtime_endpoint: Option<String>,
+    /// Where the node writes its CNI network configuration (`10-rkube-<node>.conflist`,
+    /// a bridge for the node's pod CIDR) for the container runtime to load. With
+    /// --container-runtime-endpoint, set it to that containerd's CRI `cni.conf_dir`
+    /// (a stock containerd's is `/etc/cni/net.d`). Default: `<data-dir>/etc/cni/net.d`,
+    /// which the containerd rkube starts reads.
+    #[arg(long)]
+    pub cni_conf_dir: Option<PathBuf>,
     /// A registry mirror, `HOST=URL[,URL…]` (e.g. `docker.io=http://127.0.0.1:5000`);
-    /// repeatable.
+    /// repeatable. For the containerd rkube starts (an existing runtime keeps its own
+    /// registry configuration).
     #[arg(long = "registry-mirror")]
     pub registry_mirror: Vec<String>,
     /// The kubelet API's port.
@@ -41,6 +52,18 @@ pub struct NodeOptions {
     /// The node's pod limit (`maxPods`).
     #[arg(long, default_value_t = 110)]
     pub max_pods: u32,
+    /// How pods reach pods on other nodes: `vxlan` (a VXLAN device `rkube.vxlan`, UDP
+    /// port 8472, between the nodes' IPs; not used on a loopback node IP) or `none` (the
+    /// operator routes the pod CIDRs).
+    #[arg(long, value_enum, default_value = "vxlan")]
+    pub overlay: OverlayBackend,
+}
+
+/// `--overlay`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OverlayBackend {
+    Vxlan,
+    None,
 }
 
 /// `rkube agent`.
@@ -170,7 +193,7 @@ pub fn agent_config(
         .iter()
         .map(|m| parse_mirror(m))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    Ok(kubelet::agent::AgentConfig::new(
+    let mut cfg = kubelet::agent::AgentConfig::new(
         kc,
         data_dir.to_path_buf(),
         kubeconfig,
@@ -178,7 +201,13 @@ pub fn agent_config(
         node.container_runtime_endpoint.clone(),
         mirrors,
         pause_binary(),
-    ))
+    );
+    cfg.overlay = node.overlay == OverlayBackend::Vxlan;
+    if let Some(dir) = &node.cni_conf_dir {
+        cfg.kubelet.cni_conf_dir = std::path::absolute(dir)
+            .with_context(|| format!("--cni-conf-dir {}", dir.display()))?;
+    }
+    Ok(cfg)
 }
 
 /// `rkube agent`: joins the server with the token (TLS bootstrap), then runs the node.
@@ -224,7 +253,8 @@ pub struct KillallArgs {
 
 /// `rkube killall`: removes every pod sandbox and container of a stopped agent's
 /// containerd (starting it just for that when it is not running), stops it, unmounts
-/// what it left under its directory and deletes the node's pod bridge — what k3s's
+/// what it left under its directory and deletes the node's pod bridge, its overlay rules
+/// and the overlay device — what k3s's
 /// `k3s-killall.sh` does. Pods left running by a stopped agent keep running until then.
 pub async fn killall(args: KillallArgs) -> anyhow::Result<()> {
     use cri::RuntimeService;
@@ -259,6 +289,16 @@ pub async fn killall(args: KillallArgs) -> anyhow::Result<()> {
             .args(["link", "del", &bridge])
             .stderr(std::process::Stdio::null())
             .status();
+        // The overlay's packet-filter rules are named after the bridge.
+        net::dataplane::remove_filter_rules(&bridge).await;
+    }
+    // The overlay device, as k3s-killall.sh deletes flannel's (a running agent sharing
+    // this network namespace recreates it on its next pass).
+    if let Ok(kernel) = net::dataplane::Kernel::connect() {
+        kernel
+            .delete_device(net::overlay::DEVICE)
+            .await
+            .context("deleting the overlay device")?;
     }
     Ok(())
 }
