@@ -121,6 +121,9 @@ pub(crate) fn object_key(
 }
 
 /// The shared state of the loop.
+/// How long pod status changes wait before their ReplicaSet syncs (see `run_replicasets`).
+const POD_STATUS_BATCH: Duration = Duration::from_millis(100);
+
 struct Shared {
     replicasets: Store<ReplicaSet>,
     pod_informer: Arc<Informer<Pod>>,
@@ -260,6 +263,13 @@ pub async fn run_replicasets(
                 pod.metadata.name.as_deref().unwrap_or_default(),
             );
             let owners = s.owners_of(&value);
+            // Creations and deletions move expectations and may unblock the next batch:
+            // their ReplicaSets sync at once. Other pod changes (status, mostly) are
+            // batched for POD_STATUS_BATCH, so a ReplicaSet with many pods changing is
+            // synced a few times a second, not once per pod event (a sync reads all its
+            // pods), as the Job controller's `syncJobBatchPeriod`.
+            let urgent =
+                deleted || !seen.contains(&uid) || pod.metadata.deletion_timestamp.is_some();
             {
                 let mut exp = s.expectations();
                 for owner in &owners {
@@ -281,7 +291,11 @@ pub async fn run_replicasets(
                 seen.insert(uid);
             }
             for owner in owners {
-                s.queue.add(owner);
+                if urgent {
+                    s.queue.add(owner);
+                } else {
+                    s.queue.add_after(owner, POD_STATUS_BATCH);
+                }
             }
         }
     });
