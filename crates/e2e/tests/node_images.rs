@@ -46,15 +46,7 @@ fn pod(name: &str, image: &str) -> Value {
 }
 
 fn events(c: &NodeCluster, name: &str) -> Vec<String> {
-    c.server
-        .get_items(&[
-            "events",
-            "--field-selector",
-            &format!("involvedObject.name={name}"),
-        ])
-        .iter()
-        .map(|e| format!("{} {}", e["reason"], e["message"]))
-        .collect()
+    c.server.events_about(name)
 }
 
 #[test]

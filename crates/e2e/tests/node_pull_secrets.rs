@@ -49,15 +49,7 @@ fn waiting_reason(p: &Value) -> Option<String> {
 
 /// The messages of the events about pod `name`.
 fn event_messages(c: &NodeCluster, name: &str) -> Vec<String> {
-    c.server
-        .get_items(&[
-            "events",
-            "--field-selector",
-            &format!("involvedObject.name={name}"),
-        ])
-        .iter()
-        .map(|e| format!("{} {}", e["reason"], e["message"]))
-        .collect()
+    c.server.events_about(name)
 }
 
 /// Waits until pod `name` cannot pull its image and an event says why: the registry

@@ -410,6 +410,19 @@ impl RkubeServer {
         }
         serde_json::from_slice(&out.stdout).ok()
     }
+    /// `"<reason> <message>"` of each event about the object named `name` (default
+    /// namespace).
+    pub fn events_about(&self, name: &str) -> Vec<String> {
+        self.get_items(&[
+            "events",
+            "--field-selector",
+            &format!("involvedObject.name={name}"),
+        ])
+        .iter()
+        .map(|e| format!("{} {}", e["reason"], e["message"]))
+        .collect()
+    }
+
     /// The pods matching `selector` (default namespace) that are Running and Ready and not
     /// being deleted.
     pub fn ready_pods(&self, selector: &str) -> Vec<Value> {
