@@ -197,6 +197,14 @@ fn failure_paths_on_real_containers() {
 
     s.kubectl_ok(
         KUBECTL,
-        &["delete", "pods", "-l", "test=failures", "--wait=true"],
+        // busybox's `sleep` as PID 1 ignores SIGTERM: a short grace period, not 30 s.
+        &[
+            "delete",
+            "pods",
+            "-l",
+            "test=failures",
+            "--grace-period=1",
+            "--wait=true",
+        ],
     );
 }

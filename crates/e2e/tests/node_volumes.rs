@@ -222,5 +222,9 @@ fn containers_see_their_volumes_env_token_and_cgroup() {
         "{metrics}"
     );
 
-    s.kubectl_ok(KUBECTL, &["delete", "pod", "reader", "--wait=true"]);
+    // Its `sleep` as PID 1 ignores SIGTERM: a short grace period, not 30 s.
+    s.kubectl_ok(
+        KUBECTL,
+        &["delete", "pod", "reader", "--grace-period=1", "--wait=true"],
+    );
 }

@@ -518,5 +518,19 @@ impl Drop for RkubeServer {
         } else {
             self.kill();
         }
+        // `RKUBE_TEST_KEEP_LOGS=DIR` keeps each server's log there (the data dir goes).
+        if let Some(keep) = std::env::var_os("RKUBE_TEST_KEEP_LOGS") {
+            let name = self
+                .dir
+                .path()
+                .file_name()
+                .unwrap_or_default()
+                .to_os_string();
+            let _ = std::fs::create_dir_all(&keep);
+            let _ = std::fs::copy(
+                self.dir.path().join("server.log"),
+                std::path::Path::new(&keep).join(name).with_extension("log"),
+            );
+        }
     }
 }

@@ -249,6 +249,10 @@ pub struct KillallArgs {
     /// The agent's directory (`DATA_DIR/agent` for a server's own node).
     #[arg(long, default_value = "/var/lib/rkube/agent")]
     pub data_dir: PathBuf,
+    /// The node's CNI configuration directory, when it ran with `--cni-conf-dir` (its
+    /// bridges are named there). Default: the agent's own.
+    #[arg(long)]
+    pub cni_conf_dir: Option<PathBuf>,
 }
 
 /// `rkube killall`: removes every pod sandbox and container of a stopped agent's
@@ -264,27 +268,37 @@ pub async fn killall(args: KillallArgs) -> anyhow::Result<()> {
         cri::remote::RemoteRuntime::connect(&layout.endpoint(), std::time::Duration::from_secs(30))
     };
     let mut runtime = connect()?;
-    let supervisor = if layout.socket.exists() && runtime.version().await.is_ok() {
-        None
+    if layout.socket.exists() && runtime.version().await.is_ok() {
+        cri::containerd::remove_all_pods(&runtime)
+            .await
+            .context("removing pods")?;
     } else if layout.config.exists() {
         let s = Supervisor::start(ContainerdConfig::new(layout.clone(), oci::PAUSE_IMAGE))
             .await
             .context("starting containerd to remove the pods")?;
         runtime = connect()?;
-        Some(s)
-    } else {
-        anyhow::bail!(
-            "{} holds no containerd state (is --data-dir the agent's directory?)",
+        let removed = cri::containerd::remove_all_pods(&runtime).await;
+        s.stop().await;
+        removed.context("removing pods")?;
+    } else if args.data_dir.join("kubelet").exists() {
+        // A node on an existing runtime (`--container-runtime-endpoint`): its pods are
+        // that runtime's to stop; the node's own mounts, bridge and overlay still go.
+        eprintln!(
+            "{}: no containerd of rkube's here (the node used an existing runtime); its pods are left to that runtime",
             args.data_dir.display()
         );
-    };
-    let removed = cri::containerd::remove_all_pods(&runtime).await;
-    if let Some(s) = supervisor {
-        s.stop().await;
+    } else {
+        anyhow::bail!(
+            "{} holds no node state (is --data-dir the agent's directory?)",
+            args.data_dir.display()
+        );
     }
-    removed.context("removing pods")?;
     cri::containerd::cleanup_mounts(&layout).context("unmounting")?;
-    for bridge in bridges_in(&layout.cni_conf_dir) {
+    let conf_dir = args
+        .cni_conf_dir
+        .clone()
+        .unwrap_or(layout.cni_conf_dir.clone());
+    for bridge in bridges_in(&conf_dir) {
         let _ = std::process::Command::new("ip")
             .args(["link", "del", &bridge])
             .stderr(std::process::Stdio::null())
