@@ -57,6 +57,26 @@ pub struct PodActions {
     pub containers_to_kill: BTreeMap<String, ContainerToKill>,
 }
 
+impl PodActions {
+    /// Kills init container `name` (status `s`) before its restart when the runtime reports
+    /// its state as unknown, with upstream's message.
+    fn kill_if_unknown(&mut self, s: &ContainerStatus, name: &str) {
+        if s.state == ContainerState::Unknown {
+            self.containers_to_kill.insert(
+                s.id.clone(),
+                ContainerToKill {
+                    name: name.to_string(),
+                    reason: KillReason::Unknown,
+                    message: format!(
+                        "Init container is in {:?} state, try killing it before restart",
+                        s.state.as_str()
+                    ),
+                },
+            );
+        }
+    }
+}
+
 /// Probe verdicts that matter to the actions: ids of containers whose liveness or startup
 /// probe currently fails.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -267,20 +287,8 @@ pub fn compute_pod_actions(
             if failed && !should_restart_on_failure(pod) {
                 actions.kill_pod = true;
             } else {
-                if let Some(s) = last_init
-                    && s.state == ContainerState::Unknown
-                {
-                    actions.containers_to_kill.insert(
-                        s.id.clone(),
-                        ContainerToKill {
-                            name: s.name.clone(),
-                            reason: KillReason::Unknown,
-                            message: format!(
-                                "Init container is in {:?} state, try killing it before restart",
-                                s.state.as_str()
-                            ),
-                        },
-                    );
+                if let Some(s) = last_init {
+                    actions.kill_if_unknown(s, &s.name);
                 }
                 actions.next_init_container = Some(next);
             }
@@ -362,19 +370,7 @@ fn sidecar_init_actions(
                     }
                 }
                 Some(s) => {
-                    if s.state == ContainerState::Unknown {
-                        actions.containers_to_kill.insert(
-                            s.id.clone(),
-                            ContainerToKill {
-                                name: c.name.clone(),
-                                reason: KillReason::Unknown,
-                                message: format!(
-                                    "Init container is in {:?} state, try killing it before restart",
-                                    s.state.as_str()
-                                ),
-                            },
-                        );
-                    }
+                    actions.kill_if_unknown(s, &c.name);
                     if pod.metadata.deletion_timestamp.is_none() {
                         actions.sidecars_to_start.push(i);
                     }
@@ -400,19 +396,7 @@ fn sidecar_init_actions(
                     actions.kill_pod = true;
                     return false;
                 }
-                if s.state == ContainerState::Unknown {
-                    actions.containers_to_kill.insert(
-                        s.id.clone(),
-                        ContainerToKill {
-                            name: c.name.clone(),
-                            reason: KillReason::Unknown,
-                            message: format!(
-                                "Init container is in {:?} state, try killing it before restart",
-                                s.state.as_str()
-                            ),
-                        },
-                    );
-                }
+                actions.kill_if_unknown(s, &c.name);
                 actions.next_init_container = Some(i);
                 return false;
             }

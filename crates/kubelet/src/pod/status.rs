@@ -448,6 +448,21 @@ fn go_list(names: &[String]) -> String {
     format!("[{}]", names.join(" "))
 }
 
+/// Condition `type_`: True when every list in `groups` is empty; else False with `reason`
+/// and upstream's message (`containers with <what> status: [a b], …`).
+fn summarize(type_: &str, reason: &str, groups: &[(&str, &Vec<String>)]) -> PodCondition {
+    let msgs: Vec<String> = groups
+        .iter()
+        .filter(|(_, names)| !names.is_empty())
+        .map(|(what, names)| format!("containers with {what} status: {}", go_list(names)))
+        .collect();
+    if msgs.is_empty() {
+        condition(type_, true, None, None)
+    } else {
+        condition(type_, false, Some(reason), Some(msgs.join(", ")))
+    }
+}
+
 /// `GenerateContainersReadyCondition`.
 fn containers_ready(pod: &Pod, all: &[ApiContainerStatus], phase: &str) -> PodCondition {
     let mut unknown = Vec::new();
@@ -471,29 +486,11 @@ fn containers_ready(pod: &Pod, all: &[ApiContainerStatus], phase: &str) -> PodCo
     if phase == "Failed" {
         return condition("ContainersReady", false, Some("PodFailed"), None);
     }
-    let mut msgs = Vec::new();
-    if !unknown.is_empty() {
-        msgs.push(format!(
-            "containers with unknown status: {}",
-            go_list(&unknown)
-        ));
-    }
-    if !unready.is_empty() {
-        msgs.push(format!(
-            "containers with unready status: {}",
-            go_list(&unready)
-        ));
-    }
-    if msgs.is_empty() {
-        condition("ContainersReady", true, None, None)
-    } else {
-        condition(
-            "ContainersReady",
-            false,
-            Some("ContainersNotReady"),
-            Some(msgs.join(", ")),
-        )
-    }
+    summarize(
+        "ContainersReady",
+        "ContainersNotReady",
+        &[("unknown", &unknown), ("unready", &unready)],
+    )
 }
 
 /// `GeneratePodReadyCondition`.
@@ -584,29 +581,11 @@ fn initialized(pod: &Pod, all: &[ApiContainerStatus], phase: &str) -> PodConditi
     if regular_started {
         return condition("Initialized", true, None, None);
     }
-    let mut msgs = Vec::new();
-    if !unknown.is_empty() {
-        msgs.push(format!(
-            "containers with unknown status: {}",
-            go_list(&unknown)
-        ));
-    }
-    if !incomplete.is_empty() {
-        msgs.push(format!(
-            "containers with incomplete status: {}",
-            go_list(&incomplete)
-        ));
-    }
-    if msgs.is_empty() {
-        condition("Initialized", true, None, None)
-    } else {
-        condition(
-            "Initialized",
-            false,
-            Some("ContainersNotInitialized"),
-            Some(msgs.join(", ")),
-        )
-    }
+    summarize(
+        "Initialized",
+        "ContainersNotInitialized",
+        &[("unknown", &unknown), ("incomplete", &incomplete)],
+    )
 }
 
 /// `generateAPIPodStatus`.
