@@ -23,11 +23,15 @@ mod json_patch;
 mod merge_patch;
 mod schema_meta;
 mod strategic;
+mod three_way;
 
 pub use error::PatchError;
 pub use json_patch::{JsonPatchLimits, json_patch, json_patch_with_limits};
 pub use merge_patch::{merge_patch, merge_patch_document};
 pub use strategic::strategic_merge_patch;
+pub use three_way::{
+    three_way_json_merge_patch, three_way_strategic_merge_patch, two_way_strategic_merge_patch,
+};
 
 /// The deepest nesting of objects and arrays a patch may have (and a JSON patch may create
 /// in the document). It is `serde_json`'s parsing limit, so whatever a patch produces can be

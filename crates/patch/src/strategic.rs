@@ -43,14 +43,14 @@ use crate::gosort::slice_stable;
 use crate::schema_meta::{Node, PatchMeta, Schemas};
 use crate::{MAX_DEPTH, UPSTREAM_NIL_DEREFERENCE};
 
-const DIRECTIVE_MARKER: &str = "$patch";
-const DELETE_DIRECTIVE: &str = "delete";
-const REPLACE_DIRECTIVE: &str = "replace";
-const MERGE_DIRECTIVE: &str = "merge";
-const RETAIN_KEYS_STRATEGY: &str = "retainKeys";
-const RETAIN_KEYS_DIRECTIVE: &str = "$retainKeys";
-const DELETE_FROM_PRIMITIVE_LIST_PREFIX: &str = "$deleteFromPrimitiveList";
-const SET_ELEMENT_ORDER_PREFIX: &str = "$setElementOrder";
+pub(crate) const DIRECTIVE_MARKER: &str = "$patch";
+pub(crate) const DELETE_DIRECTIVE: &str = "delete";
+pub(crate) const REPLACE_DIRECTIVE: &str = "replace";
+pub(crate) const MERGE_DIRECTIVE: &str = "merge";
+pub(crate) const RETAIN_KEYS_STRATEGY: &str = "retainKeys";
+pub(crate) const RETAIN_KEYS_DIRECTIVE: &str = "$retainKeys";
+pub(crate) const DELETE_FROM_PRIMITIVE_LIST_PREFIX: &str = "$deleteFromPrimitiveList";
+pub(crate) const SET_ELEMENT_ORDER_PREFIX: &str = "$setElementOrder";
 
 type Result<T> = std::result::Result<T, PatchError>;
 
@@ -194,7 +194,7 @@ fn discard_nulls(v: &mut Value) {
 
 /// `removeDirectives`: drops maps holding `$patch` (and list items that are such maps);
 /// `None` when the value itself is one.
-fn remove_directives(v: Value) -> Option<Value> {
+pub(crate) fn remove_directives(v: Value) -> Option<Value> {
     match v {
         Value::Object(map) => {
             if map.contains_key(DIRECTIVE_MARKER) {

@@ -792,6 +792,175 @@ fn compare(op: &str, l: &Item<'_>, r: &Item<'_>) -> Option<bool> {
     }
 }
 
+/// Runs a whole template as `kubectl get -o jsonpath=…` does (client-go's
+/// `JSONPath.Execute`): text and actions in order, `{range …}…{end}` loops, maps and lists
+/// printed as compact JSON, several results of one action separated by spaces. With
+/// `as_json` (`-o jsonpath-as-json`) each action's results print as an indented JSON
+/// array. Without `allow_missing_keys`, a missing field is the error `<field> is not
+/// found`. Errors carry upstream's message.
+pub fn execute(
+    template: &str,
+    data: &Value,
+    as_json: bool,
+    allow_missing_keys: bool,
+) -> Result<String, String> {
+    let path = JsonPath::parse(template).map_err(|e| e.0)?;
+    let mut out = String::new();
+    let results = run_nodes(&path.root, data, allow_missing_keys)?;
+    for items in &results {
+        print_items(&mut out, items, as_json);
+    }
+    Ok(out)
+}
+
+fn is_identifier(node: &Node, name: &str) -> bool {
+    matches!(node, Node::List(nodes) if matches!(nodes.first(), Some(Node::Identifier(n)) if n == name))
+}
+
+/// Evaluates template-level nodes (text and actions), expanding `range` loops.
+fn run_nodes<'a>(
+    nodes: &'a [Node],
+    data: &'a Value,
+    allow_missing_keys: bool,
+) -> Result<Vec<Vec<Item<'a>>>, String> {
+    let mut full = Vec::new();
+    let mut i = 0;
+    while i < nodes.len() {
+        let node = &nodes[i];
+        if is_identifier(node, "end") {
+            return Err("not in range, nothing to end".into());
+        }
+        if let (true, Node::List(action)) = (is_identifier(node, "range"), node) {
+            // Find the matching end.
+            let mut depth = 0;
+            let mut end = None;
+            for (j, n) in nodes.iter().enumerate().skip(i + 1) {
+                if is_identifier(n, "range") {
+                    depth += 1;
+                } else if is_identifier(n, "end") {
+                    if depth == 0 {
+                        end = Some(j);
+                        break;
+                    }
+                    depth -= 1;
+                }
+            }
+            let body = match end {
+                Some(j) => &nodes[i + 1..j],
+                None => &nodes[i + 1..],
+            };
+            let targets = eval_checked(vec![Item::Json(data)], &action[1..], allow_missing_keys)?;
+            for t in targets {
+                if let Item::Json(v) = t {
+                    full.extend(run_nodes(body, v, allow_missing_keys)?);
+                }
+            }
+            i = end.map_or(nodes.len(), |j| j + 1);
+            continue;
+        }
+        let items = match node {
+            Node::List(action) => eval_checked(vec![Item::Json(data)], action, allow_missing_keys)?,
+            other => {
+                walk(vec![Item::Json(data)], other).map_err(|_| "evaluation failed".to_string())?
+            }
+        };
+        full.push(items);
+        i += 1;
+    }
+    Ok(full)
+}
+
+/// Evaluates an action's nodes, with upstream's errors for missing fields and bad input.
+fn eval_checked<'a>(
+    input: Vec<Item<'a>>,
+    nodes: &'a [Node],
+    allow_missing_keys: bool,
+) -> Result<Vec<Item<'a>>, String> {
+    let mut cur = input;
+    for node in nodes {
+        if let Node::Field(name) = node {
+            let next = eval_field(&cur, name);
+            if next.is_empty() && !allow_missing_keys && !cur.is_empty() {
+                return Err(format!("{name} is not found"));
+            }
+            cur = next;
+            continue;
+        }
+        if let Node::Identifier(name) = node {
+            return Err(format!("unrecognized identifier {name}"));
+        }
+        cur = match walk(cur, node) {
+            Ok(v) => v,
+            Err(_) => return Err(eval_error(node)),
+        };
+    }
+    Ok(cur)
+}
+
+fn eval_error(node: &Node) -> String {
+    match node {
+        Node::Array(_) => "array index out of bounds".into(),
+        Node::Filter { .. } => "invalid filter".into(),
+        _ => "evaluation failed".into(),
+    }
+}
+
+fn item_json(item: &Item<'_>) -> Value {
+    match item {
+        Item::Json(v) => (*v).clone(),
+        Item::Text(t) => Value::String((*t).to_string()),
+        Item::Int(i) => Value::from(*i),
+        Item::Float(f) => Value::from(*f),
+        Item::Bool(b) => Value::Bool(*b),
+        Item::Byte(b) => Value::from(*b),
+    }
+}
+
+fn print_items(out: &mut String, items: &[Item<'_>], as_json: bool) {
+    if as_json {
+        let list = Value::Array(items.iter().map(item_json).collect());
+        out.push_str(&go_html_escape(&pretty4(&list)));
+        out.push('\n');
+        return;
+    }
+    for (i, item) in items.iter().enumerate() {
+        match item {
+            Item::Json(v @ (Value::Object(_) | Value::Array(_))) => {
+                out.push_str(&go_html_escape(&v.to_string()));
+            }
+            Item::Json(Value::String(s)) => out.push_str(s),
+            Item::Json(Value::Null) => out.push_str("null"),
+            Item::Json(v) => out.push_str(&v.to_string()),
+            Item::Text(t) => out.push_str(t),
+            Item::Int(n) => out.push_str(&n.to_string()),
+            Item::Float(f) => out.push_str(&f.to_string()),
+            Item::Bool(b) => out.push_str(&b.to_string()),
+            Item::Byte(b) => out.push_str(&b.to_string()),
+        }
+        if i + 1 != items.len() {
+            out.push(' ');
+        }
+    }
+}
+
+/// Go's JSON encoder escapes `<`, `>` and `&` (they only occur inside strings).
+fn go_html_escape(s: &str) -> String {
+    if !s.contains(['<', '>', '&']) {
+        return s.to_string();
+    }
+    s.replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+}
+
+fn pretty4(v: &Value) -> String {
+    let mut buf = Vec::new();
+    let fmt = serde_json::ser::PrettyFormatter::with_indent(b"    ");
+    let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
+    let _ = serde::Serialize::serialize(v, &mut ser);
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -930,5 +1099,42 @@ mod tests {
         assert_eq!(unquote("'abc'").as_deref(), Some("abc"));
         assert_eq!(unquote("\"\\u00e9\\x41\\101\"").as_deref(), Some("éAA"));
         assert_eq!(unquote("\"\\q\""), None);
+    }
+
+    #[test]
+    fn templates() {
+        let list = serde_json::json!({"items": [
+            {"metadata": {"name": "a"}, "status": {"phase": "Running"}},
+            {"metadata": {"name": "b"}, "status": {"phase": "Pending"}}
+        ]});
+        let run = |t: &str| execute(t, &list, false, true).unwrap();
+        assert_eq!(run("{.items[*].metadata.name}"), "a b");
+        assert_eq!(
+            run("{range .items[*]}{.metadata.name}{\"\\n\"}{end}"),
+            "a\nb\n"
+        );
+        assert_eq!(
+            run("{range .items[*]}[{.metadata.name},{.status.phase}] {end}"),
+            "[a,Running] [b,Pending] "
+        );
+        assert_eq!(
+            run("{.items[?(@.status.phase==\"Pending\")].metadata.name}"),
+            "b"
+        );
+        assert_eq!(run("{.items[0].metadata}"), "{\"name\":\"a\"}");
+        assert_eq!(run("x{.nope}y"), "xy");
+        assert_eq!(
+            execute("{.nope}", &list, false, false).unwrap_err(),
+            "nope is not found"
+        );
+        assert_eq!(
+            execute("{.items[*].metadata.name}", &list, true, true).unwrap(),
+            "[\n    \"a\",\n    \"b\"\n]\n"
+        );
+        assert_eq!(
+            execute("{end}", &list, false, true).unwrap_err(),
+            "not in range, nothing to end"
+        );
+        assert!(execute("{.a", &list, false, true).is_err());
     }
 }

@@ -32,7 +32,7 @@
 mod builtin;
 mod custom;
 mod descriptions;
-mod jsonpath;
+pub mod jsonpath;
 mod quantity;
 mod selector;
 mod table;

@@ -6,6 +6,9 @@ mod cmd;
 /// jemalloc instead of glibc's malloc: the API server, informers and watch fan-out
 /// allocate and free many small objects from many threads, where glibc's arenas spent a
 /// third of the server's CPU (and their fragmentation doubled its RSS).
+/// (The `system-alloc` feature builds with glibc's malloc instead, for heap profilers such
+/// as heaptrack that interpose `malloc`.)
+#[cfg(not(feature = "system-alloc"))]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
@@ -48,6 +51,8 @@ enum Command {
         #[command(subcommand)]
         which: cmd::image::ImageCommand,
     },
+    /// Our own kubectl (`rkube kubectl get pods`); its flags are kubectl's.
+    Kubectl,
     /// Run a benchmark and print its figures.
     Bench {
         #[command(subcommand)]
@@ -65,7 +70,28 @@ fn init_tracing(level: &str) {
         .try_init();
 }
 
+/// `rkube kubectl …` (or the binary called as `kubectl`, as k3s's symlink): our own
+/// kubectl, parsed by its own command line rather than rkube's.
+fn kubectl_args() -> Option<Vec<std::ffi::OsString>> {
+    let mut args = std::env::args_os();
+    let argv0 = args.next()?;
+    let called = std::path::Path::new(&argv0)
+        .file_name()
+        .is_some_and(|n| n == "kubectl");
+    if called {
+        return Some(args.collect());
+    }
+    let rest: Vec<_> = args.collect();
+    match rest.first() {
+        Some(first) if first == "kubectl" => Some(rest[1..].to_vec()),
+        _ => None,
+    }
+}
+
 fn main() -> anyhow::Result<()> {
+    if let Some(args) = kubectl_args() {
+        std::process::exit(cli::main(args));
+    }
     let cli = Cli::parse();
     init_tracing(&cli.log_level);
     match cli.command {
@@ -104,6 +130,7 @@ fn main() -> anyhow::Result<()> {
             .enable_all()
             .build()?
             .block_on(cmd::agent::killall(args)),
+        Command::Kubectl => std::process::exit(cli::main(Vec::new())),
         Command::Image { which } => tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?

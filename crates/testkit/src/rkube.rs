@@ -328,21 +328,51 @@ impl RkubeServer {
 
     /// Runs kubectl with `stdin` as its input.
     pub fn kubectl_stdin(&self, version: Option<&str>, args: &[&str], stdin: &str) -> Output {
-        use std::io::Write;
-        let mut child = self
-            .kubectl_cmd(version)
+        run_with_stdin(self.kubectl_cmd(version).args(args), stdin)
+    }
+
+    /// `rkube kubectl` (our own client) with this server's kubeconfig and home.
+    pub fn rkubectl_cmd(&self) -> Command {
+        let mut c = Command::new(rkube_binary());
+        c.arg("kubectl")
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("HOME", &self.home)
+            .env_remove("KUBECTL_EXTERNAL_DIFF")
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Runs `rkube kubectl args`.
+    pub fn rkubectl(&self, args: &[&str]) -> Output {
+        self.rkubectl_cmd()
             .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot run kubectl: {e}"));
-        if let Some(mut i) = child.stdin.take() {
-            let _ = i.write_all(stdin.as_bytes());
-        }
-        child
-            .wait_with_output()
-            .unwrap_or_else(|e| panic!("kubectl: {e}"))
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run rkube kubectl: {e}"))
+    }
+
+    /// Runs `rkube kubectl args` with `stdin` as its input.
+    pub fn rkubectl_stdin(&self, args: &[&str], stdin: &str) -> Output {
+        run_with_stdin(self.rkubectl_cmd().args(args), stdin)
+    }
+
+    /// Runs `rkube kubectl args`, panicking with both streams when it fails; its stdout.
+    pub fn rkubectl_ok(&self, args: &[&str]) -> String {
+        let out = self.rkubectl(args);
+        assert!(
+            out.status.success(),
+            "rkube kubectl {args:?} failed ({}):\nstdout: {}\nstderr: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Runs the same command with the real kubectl 1.33 and with `rkube kubectl`:
+    /// (real, ours).
+    pub fn both(&self, args: &[&str]) -> (Output, Output) {
+        (self.kubectl_v(Some("1.33"), args), self.rkubectl(args))
     }
 
     /// Waits until kubectl `args` (a `get`) succeeds.
@@ -533,4 +563,21 @@ impl Drop for RkubeServer {
             );
         }
     }
+}
+
+/// Runs `cmd` with `stdin` as its input; its output.
+pub fn run_with_stdin(cmd: &mut Command, stdin: &str) -> Output {
+    use std::io::Write;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    if let Some(mut i) = child.stdin.take() {
+        let _ = i.write_all(stdin.as_bytes());
+    }
+    child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"))
 }

@@ -163,6 +163,29 @@ pub(super) fn rss_mb(pid: u32) -> Option<f64> {
     Some(kb / 1024.0)
 }
 
+/// Resident memory of a process once it has settled: sampled every second until it has
+/// not dropped by more than 1% for three samples (at most 30 s), so freed pages that the
+/// allocator returns to the system after its decay time (jemalloc: 10 s) are not counted
+/// as held.
+pub(super) async fn settled_rss_mb(pid: u32) -> f64 {
+    let mut last = rss_mb(pid).unwrap_or(0.0);
+    let mut steady = 0;
+    for _ in 0..30 {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = rss_mb(pid).unwrap_or(0.0);
+        if now >= last * 0.99 {
+            steady += 1;
+            if steady >= 3 {
+                return now;
+            }
+        } else {
+            steady = 0;
+        }
+        last = now;
+    }
+    last
+}
+
 /// A server started for the benchmark, killed on drop.
 pub(super) struct Spawned {
     pub(super) child: std::process::Child,

@@ -12,7 +12,7 @@ use kube::api::{Api, ListParams, PostParams};
 use kube::core::{ApiResource, DynamicObject, PartialObjectMeta};
 use serde_json::json;
 
-use super::api::{rss_mb, spawn_server_with};
+use super::api::{settled_rss_mb, spawn_server_with};
 use super::schedule::client_for;
 
 #[derive(clap::Args, Debug)]
@@ -43,16 +43,12 @@ fn pod(i: u32) -> serde_json::Value {
     })
 }
 
-/// This process's resident memory once freed heap pages went back to the system (so the
-/// figure is what stays cached, not what a list's decoding used for a moment).
-fn own_rss() -> f64 {
-    // SAFETY: malloc_trim only releases free memory of glibc's heaps; it has no
-    // preconditions.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::malloc_trim(0);
-    }
-    rss_mb(std::process::id()).unwrap_or(0.0)
+/// The heap this process holds live, in MiB, from jemalloc's own accounting: exact, and
+/// unlike RSS blind to freed pages the allocator keeps for reuse (a list's decoding frees
+/// more than the cache it leaves behind).
+fn heap_mb() -> f64 {
+    let _ = tikv_jemalloc_ctl::epoch::advance();
+    tikv_jemalloc_ctl::stats::allocated::read().map_or(0.0, |b| b as f64 / (1024.0 * 1024.0))
 }
 
 pub async fn run(args: InformerArgs) -> anyhow::Result<()> {
@@ -101,7 +97,7 @@ pub async fn run(args: InformerArgs) -> anyhow::Result<()> {
     drop(sample);
 
     let n = f64::from(args.pods.max(1));
-    let before = own_rss();
+    let before = heap_mb();
     let informer = controllers::informers::Informer::<Pod>::start_trimmed(
         Api::all(client.clone()),
         controllers::informers::trim_pod,
@@ -110,13 +106,13 @@ pub async fn run(args: InformerArgs) -> anyhow::Result<()> {
     informer.synced().await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let cached = informer.store.state().len();
-    let with_informer = own_rss();
+    let with_informer = heap_mb();
     let informer_bytes = (with_informer - before) * 1024.0 * 1024.0 / n;
 
     let ar = ApiResource::erase::<Pod>(&());
     let metas: Api<PartialObjectMeta<DynamicObject>> = Api::all_with(client.clone(), &ar);
     let mut graph = controllers::gc::Graph::new();
-    let before_graph = own_rss();
+    let before_graph = heap_mb();
     let list = metas.list(&ListParams::default()).await?;
     for o in &list.items {
         if let Some(meta) = controllers::gcloop::meta_of(&ar, &o.metadata) {
@@ -124,9 +120,9 @@ pub async fn run(args: InformerArgs) -> anyhow::Result<()> {
         }
     }
     drop(list);
-    let with_graph = own_rss();
+    let with_graph = heap_mb();
     let graph_bytes = (with_graph - before_graph) * 1024.0 * 1024.0 / n;
-    let server_rss = rss_mb(server.child.id()).unwrap_or(0.0);
+    let server_rss = settled_rss_mb(server.child.id()).await;
     println!(
         "pod json {json_bytes} B; informer cached {cached} pods: +{:.1} MB ({informer_bytes:.0} B/pod); gc graph {} nodes: +{:.1} MB ({graph_bytes:.0} B/pod); server rss {server_rss:.1} MB",
         with_informer - before,

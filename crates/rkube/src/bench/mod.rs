@@ -5,6 +5,7 @@
 
 mod api;
 mod informer;
+mod kubectl;
 mod podstartup;
 mod schedule;
 mod store;
@@ -27,6 +28,8 @@ pub enum Bench {
     /// Pod start-up on a real node (containerd, the demo images behind a local registry):
     /// the 3-replica seed Deployment until all Ready, and pods at a steady rate, per stage.
     Podstartup(podstartup::PodStartupArgs),
+    /// Start-up of `rkube kubectl get pods` against the real kubectl's, warm cache.
+    Kubectl(kubectl::KubectlArgs),
 }
 
 pub async fn run(which: Bench) -> anyhow::Result<()> {
@@ -36,6 +39,7 @@ pub async fn run(which: Bench) -> anyhow::Result<()> {
         Bench::Schedule(args) => schedule::run(args).await,
         Bench::Informer(args) => informer::run(args).await,
         Bench::Podstartup(args) => podstartup::run(args).await,
+        Bench::Kubectl(args) => kubectl::run(args).await,
     }
 }
 

@@ -14,7 +14,7 @@ use kube::runtime::watcher;
 use serde_json::json;
 
 use super::Latencies;
-use super::api::{rss_mb, spawn_server};
+use super::api::{rss_mb, settled_rss_mb, spawn_server, spawn_server_with};
 
 #[derive(clap::Args, Debug)]
 pub struct ScheduleArgs {
@@ -30,6 +30,58 @@ pub struct ScheduleArgs {
     /// Give up after this many seconds.
     #[arg(long, default_value_t = 900)]
     timeout: u64,
+    /// Run the controller manager and the scheduler as processes of their own (as
+    /// upstream runs them), to report each one's memory; scheduler-only figures are then
+    /// not available (they come from the server's /metrics).
+    #[arg(long)]
+    split: bool,
+}
+
+/// The controller manager and scheduler of a `--split` run, killed on drop.
+struct Components {
+    children: Vec<(&'static str, std::process::Child)>,
+}
+
+impl Components {
+    fn start(kubeconfig: &std::path::Path) -> anyhow::Result<Components> {
+        let mut children = Vec::new();
+        for (name, extra) in [
+            (
+                "controller-manager",
+                &["--cluster-cidr", "10.64.0.0/10", "--leader-elect", "false"][..],
+            ),
+            ("scheduler", &["--leader-elect", "false"][..]),
+        ] {
+            let child = std::process::Command::new(std::env::current_exe()?)
+                .arg(name)
+                .arg("--kubeconfig")
+                .arg(kubeconfig)
+                .args(extra)
+                .env("RUST_LOG", "warn")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .with_context(|| format!("starting the {name}"))?;
+            children.push((name, child));
+        }
+        Ok(Components { children })
+    }
+
+    fn rss(&self) -> Vec<(&'static str, f64)> {
+        self.children
+            .iter()
+            .map(|(n, c)| (*n, rss_mb(c.id()).unwrap_or(0.0)))
+            .collect()
+    }
+}
+
+impl Drop for Components {
+    fn drop(&mut self) {
+        for (_, c) in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
 }
 
 #[derive(Default)]
@@ -89,9 +141,18 @@ fn scheduled_from_metrics(text: &str) -> (f64, f64) {
 }
 
 pub async fn run(args: ScheduleArgs) -> anyhow::Result<()> {
-    let server = spawn_server()?;
+    let server = if args.split {
+        spawn_server_with(&["--disable-controller-manager", "--disable-scheduler"])?
+    } else {
+        spawn_server()?
+    };
     let pid = server.child.id();
     let client = client_for(&server.kubeconfig).await?;
+    let components = if args.split {
+        Some(Components::start(&server.kubeconfig)?)
+    } else {
+        None
+    };
     println!(
         "schedule-bench: server pid {pid}, {} simulated nodes, {} pods in Deployments of {}",
         args.nodes, args.pods, args.per_deployment
@@ -238,6 +299,7 @@ pub async fn run(args: ScheduleArgs) -> anyhow::Result<()> {
     // Let the simulated kubelets settle, then the server's resident memory.
     tokio::time::sleep(Duration::from_secs(5)).await;
     let rss = rss_mb(pid).unwrap_or(0.0);
+    let settled = settled_rss_mb(pid).await;
     println!(
         "end to end: {} pods bound in {e2e_secs:.2} s = {pods_per_s:.0} pods/s (creation → bound p50 {:.1} ms, p99 {:.1} ms)",
         args.pods,
@@ -248,15 +310,18 @@ pub async fn run(args: ScheduleArgs) -> anyhow::Result<()> {
         "scheduler only: {scheduled:.0} scheduling cycles in {busy:.2} s of cycle time = {scheduler_only:.0} pods/s"
     );
     println!(
-        "server rss: {rss:.1} MB after, {peak:.1} MB peak, {with_nodes:.1} MB with nodes only"
+        "server rss: {rss:.1} MB after, {settled:.1} MB settled, {peak:.1} MB peak, {with_nodes:.1} MB with nodes only"
     );
+    for (name, mb) in components.as_ref().map(Components::rss).unwrap_or_default() {
+        println!("{name} rss: {mb:.1} MB (settled with the server)");
+    }
     println!(
         "vs upstream 1.28 on this machine: {:.0}x its 125 pods/s (limits lifted), {:.0}x its 20 pods/s (default client limits)",
         pods_per_s / 125.0,
         pods_per_s / 20.0
     );
     println!(
-        "schedule-bench nodes={} pods={} pods_per_s={pods_per_s:.0} rss_mb={rss:.0}",
+        "schedule-bench nodes={} pods={} pods_per_s={pods_per_s:.0} rss_mb={settled:.0}",
         args.nodes, args.pods
     );
     Ok(())

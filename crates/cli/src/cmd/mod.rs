@@ -1,0 +1,34 @@
+//! One module per kubectl verb, each with its clap `Args` and `run`.
+
+pub mod api_resources;
+pub mod api_versions;
+pub mod apply;
+pub mod auth;
+pub mod cluster_info;
+pub mod config;
+pub mod cp;
+pub mod create;
+pub mod create_files;
+pub mod delete;
+pub mod describe;
+pub mod diff;
+pub mod edit;
+pub mod exec;
+pub mod explain;
+pub mod expose;
+pub mod get;
+pub mod label;
+pub mod logs;
+pub mod node;
+pub mod patch;
+pub mod port_forward;
+pub mod replace;
+pub mod rollout;
+pub mod run;
+pub mod scale;
+pub mod set;
+pub mod targets;
+pub mod top;
+pub mod version;
+pub mod wait;
+pub mod watchutil;
