@@ -1017,4 +1017,32 @@ fn create_deployment_pods_become_running() {
     testkit::wait_until("the web pod running", 45, || {
         server.ready_pods("run=web").len() == 1
     });
+    // The seeds' generators (rkube's `--generator`): by restart policy, Always → a
+    // Deployment whose pods run, OnFailure → a Job.
+    let out = server.rkubectl_ok(&[
+        "run",
+        "seed",
+        "--image=nginx",
+        "--generator=infer",
+        "--replicas=2",
+    ]);
+    assert_eq!(out, "deployment.apps/seed created\n");
+    testkit::wait_until("2 ready seed pods", 45, || {
+        server.ready_pods("run=seed").len() == 2
+    });
+    let out = server.rkubectl_ok(&[
+        "run",
+        "once",
+        "--image=busybox",
+        "--generator=infer",
+        "--restart=OnFailure",
+        "--",
+        "true",
+    ]);
+    assert_eq!(out, "job.batch/once created\n");
+    let job = server.get_json(&["job", "once"]);
+    assert_eq!(
+        job["spec"]["template"]["spec"]["restartPolicy"],
+        json!("OnFailure")
+    );
 }

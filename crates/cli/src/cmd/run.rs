@@ -12,7 +12,7 @@
 
 use std::io::Write;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::cmd::create::{Creation, Wrap, send_create};
 use crate::ctx::Ctx;
@@ -98,6 +98,15 @@ pub struct Args {
     /// The length of time to wait for the pod to be running (attach).
     #[arg(long, default_value = "1m0s")]
     pub pod_running_timeout: String,
+    /// rkube extension, the seeds' (kubectl ≤ 1.17) generators: `run-pod/v1` (a Pod, the
+    /// default and kubectl 1.33's only behaviour), `deployment/apps.v1`, `job/v1`, or
+    /// `infer` for the seeds' table by `--restart` (Always → Deployment, OnFailure → Job,
+    /// Never → Pod).
+    #[arg(long, default_value = "run-pod/v1")]
+    pub generator: String,
+    /// Number of replicas of a `deployment/apps.v1` generator's Deployment.
+    #[arg(long, default_value_t = 1)]
+    pub replicas: i32,
     /// Service account of the pod (rkube extension of kubectl's generator parameter).
     #[arg(long = "serviceaccount", default_value = "", hide = true)]
     pub service_account: String,
@@ -206,6 +215,48 @@ pub fn apply_overrides(obj: &Value, overrides: &str, override_type: &str) -> Res
     }
 }
 
+/// The kind the `--generator` makes (`infer`: the seeds' table by restart policy).
+pub fn generator_kind(generator: &str, restart: &str) -> Result<(&'static str, &'static str)> {
+    match generator {
+        "run-pod/v1" | "" => Ok(("v1", "Pod")),
+        "deployment/apps.v1" => Ok(("apps/v1", "Deployment")),
+        "job/v1" => Ok(("batch/v1", "Job")),
+        "infer" => generators::legacy_run_inference(restart)
+            .ok_or_else(|| CliError::msg(format!("invalid restart policy: {restart}"))),
+        other => Err(CliError::msg(format!(
+            "generator {other:?} not found (run-pod/v1, deployment/apps.v1, job/v1 or infer)"
+        ))),
+    }
+}
+
+/// The generated Pod wrapped as a Deployment or Job (the seeds' generators: the pod's
+/// labels select it; a Job's pods restart `OnFailure` unless `Never` was asked).
+pub fn wrap_pod(pod: &Value, kind: &str, replicas: i32) -> Value {
+    let meta = &pod["metadata"];
+    let labels = meta.get("labels").cloned().unwrap_or_else(|| json!({}));
+    let mut template_meta = json!({"creationTimestamp": null, "labels": labels});
+    if let Some(a) = meta.get("annotations") {
+        template_meta["annotations"] = a.clone();
+    }
+    let mut spec = pod["spec"].clone();
+    let mut top = json!({"name": meta["name"], "creationTimestamp": null, "labels": labels});
+    if kind == "Deployment" {
+        spec["restartPolicy"] = json!("Always");
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": top,
+            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
+                "strategy": {}, "template": {"metadata": template_meta, "spec": spec}},
+            "status": {}})
+    } else {
+        if spec["restartPolicy"] != json!("Never") {
+            spec["restartPolicy"] = json!("OnFailure");
+        }
+        top.as_object_mut().map(|m| m.remove("labels"));
+        json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": top,
+            "spec": {"template": {"metadata": template_meta, "spec": spec}},
+            "status": {}})
+    }
+}
+
 pub async fn run(ctx: &Ctx, a: Args) -> Result<()> {
     let dry_run = a.dry_run.resolve(ctx)?;
     let p = params(&a, dry_run)?;
@@ -215,10 +266,18 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<()> {
             "attaching to the pod (-i/--attach) is not supported by rkube kubectl run yet",
         ));
     }
-    let mut pod = apply_overrides(&generators::run_pod(&p), &a.overrides, &a.override_type)?;
+    let (api_version, kind) = generator_kind(&a.generator, &a.restart)?;
+    if a.replicas < 0 {
+        return Err(CliError::msg("--replicas must be non-negative"));
+    }
+    let generated = match kind {
+        "Pod" => generators::run_pod(&p),
+        other => wrap_pod(&generators::run_pod(&p), other, a.replicas),
+    };
+    let mut pod = apply_overrides(&generated, &a.overrides, &a.override_type)?;
     // kubectl maps the generated kinds through discovery even for a client dry run.
     let mapper = ctx.mapper().await?;
-    let pod_mapping = mapper.for_kind("v1", "Pod")?;
+    let pod_mapping = mapper.for_kind(api_version, kind)?;
     let namespace = ctx.namespace().await?;
     let mut printed_service: Option<Value> = None;
     let mut errors = Vec::new();
@@ -417,5 +476,39 @@ mod tests {
         )
         .unwrap();
         assert_eq!(o["spec"]["hostNetwork"], true);
+    }
+
+    #[test]
+    fn seed_generators_infer_the_kind_from_the_restart_policy() {
+        let kind = |g: &str, r: &str| generator_kind(g, r).unwrap().1;
+        assert_eq!(kind("run-pod/v1", "Always"), "Pod");
+        assert_eq!(kind("infer", "Always"), "Deployment");
+        assert_eq!(kind("infer", "OnFailure"), "Job");
+        assert_eq!(kind("infer", "Never"), "Pod");
+        assert_eq!(kind("deployment/apps.v1", "Never"), "Deployment");
+        assert_eq!(kind("job/v1", "Always"), "Job");
+        assert!(generator_kind("cronjob/v2", "Always").is_err());
+    }
+
+    #[test]
+    fn wrapped_pods_keep_their_spec_and_are_selected_by_their_labels() {
+        let a = parse(&["web", "--image=nginx", "--port=80"]);
+        let pod = generators::run_pod(&params(&a, DryRun::None).unwrap());
+        let d = wrap_pod(&pod, "Deployment", 3);
+        assert_eq!(d["kind"], "Deployment");
+        assert_eq!(d["spec"]["replicas"], 3);
+        assert_eq!(d["spec"]["selector"]["matchLabels"], json!({"run": "web"}));
+        assert_eq!(
+            d["spec"]["template"]["metadata"]["labels"],
+            json!({"run": "web"})
+        );
+        assert_eq!(
+            d["spec"]["template"]["spec"]["containers"],
+            pod["spec"]["containers"]
+        );
+        let j = wrap_pod(&pod, "Job", 1);
+        assert_eq!(j["apiVersion"], "batch/v1");
+        assert_eq!(j["spec"]["template"]["spec"]["restartPolicy"], "OnFailure");
+        assert!(j["metadata"].get("labels").is_none());
     }
 }
