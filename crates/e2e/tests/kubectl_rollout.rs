@@ -566,8 +566,19 @@ fn cordon_taint_drain() {
         k(&server, &["uncordon", &target]);
         let mine = server.rkubectl(args);
         k(&server, &["uncordon", &target]);
+        // Go's map order also orders the parts of drain's one `Warning: a; b` line.
         let sort = |s: &[u8]| {
-            let mut l: Vec<String> = text(s).lines().map(str::to_string).collect();
+            let mut l: Vec<String> = text(s)
+                .lines()
+                .map(|line| match line.strip_prefix("Warning: ") {
+                    Some(rest) => {
+                        let mut parts: Vec<&str> = rest.split("; ").collect();
+                        parts.sort_unstable();
+                        format!("Warning: {}", parts.join("; "))
+                    }
+                    None => line.to_string(),
+                })
+                .collect();
             l.sort();
             l
         };
