@@ -279,11 +279,7 @@ async fn image(ctx: &Ctx, args: ImageArgs) -> Result<()> {
             errors.push(e);
         }
     }
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(aggregate(errors))
-    }
+    finish(errors)
 }
 
 /// kubectl's `populateResourceListV1`: `cpu=100m,memory=256Mi` into canonical quantities
@@ -444,11 +440,7 @@ async fn resources(ctx: &Ctx, args: ResourcesArgs) -> Result<()> {
             errors.push(e);
         }
     }
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(aggregate(errors))
-    }
+    finish(errors)
 }
 
 /// kubectl's `info.ObjectName()`: `deployments/nginx` (from the request path; for local
@@ -905,6 +897,15 @@ async fn send_patch(
         .json(patch)
         .content_type("application/strategic-merge-patch+json");
     ctx.client().await?.send(req).await?.json()
+}
+
+/// Success when nothing failed, else the failures as one aggregate error.
+fn finish(errors: Vec<String>) -> Result<()> {
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(aggregate(errors))
+    }
 }
 
 /// kubectl's aggregate error: each message on its own line, `error: ` once in front of

@@ -149,54 +149,10 @@ pub fn pdb(
 /// The kinds `create token --bound-object-kind` accepts, with their apiVersions.
 pub const BOUND_OBJECT_KINDS: &[(&str, &str)] = &[("Node", "v1"), ("Pod", "v1"), ("Secret", "v1")];
 
-/// Go's `time.ParseDuration` into whole and fractional seconds (as nanoseconds).
+/// Go's `time.ParseDuration` in nanoseconds (negative for `-…`), on the shared parser.
 pub fn parse_go_duration(s: &str) -> Result<i128> {
-    let bad = || CliError::msg(format!("time: invalid duration \"{s}\""));
-    let (neg, mut rest) = match s.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, s.strip_prefix('+').unwrap_or(s)),
-    };
-    if rest == "0" {
-        return Ok(0);
-    }
-    if rest.is_empty() {
-        return Err(bad());
-    }
-    let mut total: f64 = 0.0;
-    while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        if num_len == 0 {
-            return Err(bad());
-        }
-        let n: f64 = rest[..num_len].parse().map_err(|_| bad())?;
-        rest = &rest[num_len..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let unit = match &rest[..unit_len] {
-            "ns" => 1.0,
-            "us" | "µs" | "μs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            "" => {
-                return Err(CliError::msg(format!(
-                    "time: missing unit in duration \"{s}\""
-                )));
-            }
-            u => {
-                return Err(CliError::msg(format!(
-                    "time: unknown unit \"{u}\" in duration \"{s}\""
-                )));
-            }
-        };
-        rest = &rest[unit_len..];
-        total += n * unit;
-    }
-    let nanos = total.round() as i128;
+    let (neg, d) = crate::duration::parse_go_duration(s).map_err(CliError::msg)?;
+    let nanos = i128::try_from(d.as_nanos()).unwrap_or(i128::MAX);
     Ok(if neg { -nanos } else { nanos })
 }
 
