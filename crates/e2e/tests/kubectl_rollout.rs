@@ -576,7 +576,15 @@ fn cordon_taint_drain() {
                         parts.sort_unstable();
                         format!("Warning: {}", parts.join("; "))
                     }
-                    None => line.to_string(),
+                    // … and the parts of the `due to error: [a, b]` list.
+                    None => match (line.find(": ["), line.rfind("], ")) {
+                        (Some(a), Some(b)) if a < b => {
+                            let mut parts: Vec<&str> = line[a + 3..b].split(", ").collect();
+                            parts.sort_unstable();
+                            format!("{}[{}]{}", &line[..a + 2], parts.join(", "), &line[b + 1..])
+                        }
+                        _ => line.to_string(),
+                    },
                 })
                 .collect();
             l.sort();
