@@ -55,10 +55,10 @@ fn parse_all<T: DeserializeOwned>(cacher: &Cacher) -> Vec<Arc<T>> {
     let (items, _) = cacher.list(&|_| true, "");
     items
         .iter()
-        .filter_map(|o| match serde_json::from_slice::<T>(&o.bytes) {
+        .filter_map(|o| match serde_json::from_slice::<T>(&o.json()) {
             Ok(v) => Some(Arc::new(v)),
             Err(e) => {
-                tracing::warn!(key = %o.key, error = %e, "cannot decode an RBAC object");
+                tracing::warn!(key = %o.key(), error = %e, "cannot decode an RBAC object");
                 None
             }
         })

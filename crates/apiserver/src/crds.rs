@@ -23,19 +23,13 @@ pub async fn run(registry: Arc<Registry>) {
         if !crds.cacher.wait_for(1, Duration::from_secs(10)).await {
             continue;
         }
-        let mut events = match crds.cacher.watch(
+        let mut events = crds.cacher.watch(
             None,
             Arc::new(|_| true),
             &crds.info.list_prefix(None),
             false,
             false,
-        ) {
-            Ok(rx) => rx,
-            Err(_) => {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                continue;
-            }
-        };
+        );
         sync(&registry, &crds).await;
         while let Some(msg) = events.recv().await {
             match msg {
@@ -67,7 +61,7 @@ async fn sync(registry: &Arc<Registry>, crds: &crate::registry::Resource) {
             schemas.extend(api::schema::CustomResourceVersion::from_crd(&crd));
         }
         if let Err(e) = lifecycle(registry, &crd).await {
-            tracing::warn!(crd = %item.name, error = %e, "CRD controller");
+            tracing::warn!(crd = %item.name(), error = %e, "CRD controller");
         }
     }
     registry.set_custom(custom, schemas);

@@ -350,7 +350,7 @@ async fn reconcile(registry: &Registry, authz: &dyn Authorizer, pki: &Pki) {
     let opts = system_options();
     for o in items {
         let Some(obj) = o.value() else { continue };
-        let name = o.name.clone();
+        let name = o.name().to_string();
         if let Some(cond) = approval(&obj, authz) {
             let mut new = obj.clone();
             push_condition(&mut new, cond);

@@ -101,10 +101,10 @@ pub fn track_create(r: &Resource, obj: &mut Value, opts: &WriteOptions, registry
     if opts.apply {
         return;
     }
-    *obj = manager_for(r, None).update(None, obj, &manager_name(opts), now(registry));
+    manager_for(r, None).update_in_place(None, obj, &manager_name(opts), now(registry));
 }
 
-/// managedFields of an updated object.
+/// managedFields of an updated object (set on `new` in place: the object is not copied).
 pub fn track_update(
     r: &Resource,
     old: &Value,
@@ -116,8 +116,6 @@ pub fn track_update(
     if opts.apply {
         return;
     }
-    let mut tracked =
-        manager_for(r, subresource).update(Some(old), new, &manager_name(opts), now(registry));
-    fieldmanager::revert_timestamp_only_changes(&mut tracked, old);
-    *new = tracked;
+    manager_for(r, subresource).update_in_place(Some(old), new, &manager_name(opts), now(registry));
+    fieldmanager::revert_timestamp_only_changes(new, old);
 }

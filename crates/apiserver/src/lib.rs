@@ -17,6 +17,7 @@ mod fieldmgr;
 pub mod handlers;
 pub mod http;
 mod initializers;
+pub mod inprocess;
 pub mod metrics;
 pub mod oidc;
 pub mod openapi;

@@ -7,6 +7,7 @@ use std::time::Duration;
 use api::catalog::ResourceInfo;
 
 use crate::registry::Registry;
+use crate::registry::cache::CacheSizes;
 use crate::requestinfo::RequestInfo;
 
 /// Upstream's `apiserver_request_duration_seconds` buckets.
@@ -174,15 +175,51 @@ impl Metrics {
         drop(inner);
         out.push_str("# HELP apiserver_storage_objects Number of stored objects at the time of last check split by kind.\n# TYPE apiserver_storage_objects gauge\n");
         let mut seen = std::collections::HashSet::new();
+        let mut caches = Vec::new();
         for r in registry.all().iter() {
             if r.info.storage_prefix.is_empty() || !seen.insert(r.info.storage_prefix.clone()) {
                 continue;
             }
+            if !r.cacher.is_cached() {
+                continue;
+            }
+            let sizes = r.cacher.sizes();
+            let resource = r.info.qualified_resource();
             out.push_str(&format!(
-                "apiserver_storage_objects{{resource=\"{}\"}} {}\n",
-                r.info.qualified_resource(),
-                r.cacher.object_count()
+                "apiserver_storage_objects{{resource=\"{resource}\"}} {}\n",
+                sizes.objects
             ));
+            caches.push((resource, sizes));
+        }
+        for (help, name, get) in [
+            (
+                "Bytes of current objects (JSON, compressed in big caches, and selector index) in the watch cache.",
+                "rkube_watch_cache_object_bytes",
+                (|s: &CacheSizes| s.object_bytes) as fn(&CacheSizes) -> usize,
+            ),
+            (
+                "Size of the dictionary the watch cache compresses objects with (0: plain).",
+                "rkube_watch_cache_dictionary_bytes",
+                |s| s.dict_bytes,
+            ),
+            (
+                "Events in the watch cache's history.",
+                "rkube_watch_cache_history_events",
+                |s| s.events,
+            ),
+            (
+                "Object bytes held by the watch cache's history.",
+                "rkube_watch_cache_history_bytes",
+                |s| s.history_bytes,
+            ),
+        ] {
+            out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n"));
+            for (resource, sizes) in &caches {
+                out.push_str(&format!(
+                    "{name}{{resource=\"{resource}\"}} {}\n",
+                    get(sizes)
+                ));
+            }
         }
         out
     }

@@ -31,8 +31,8 @@ pub fn field_predicate(
         .map_err(ApiError::from)?;
     Ok(Some(Arc::new(move |o: &CachedObject| {
         sel.matches(|k| match k {
-            "metadata.name" => Some(o.name.as_str()),
-            "metadata.namespace" => Some(o.namespace.as_str()),
+            "metadata.name" => Some(o.name()),
+            "metadata.namespace" => Some(o.namespace()),
             other => o.field(other),
         })
     })))

@@ -6,16 +6,16 @@
 //! makes it create twice.
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
+use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::{Client, Config};
+use runtime::ClientSource;
 use runtime::events::{EventType, KubeSink, Recorder, RecorderConfig};
 use runtime::expectations::Expectations;
 use runtime::workqueue::WorkQueue;
@@ -33,19 +33,31 @@ pub enum Error {
     Client(#[from] kube::Error),
 }
 
-/// A client of the API server from a kubeconfig file ([`runtime::client_from`]).
-pub async fn client_from(kubeconfig: &Path) -> Result<Client, Error> {
-    runtime::client_from(kubeconfig).await.map_err(|e| match e {
+/// A client of the API server with the identity of `source`'s kubeconfig, over HTTPS or
+/// in-process ([`runtime::ClientSource`]).
+pub async fn client_from(source: &ClientSource) -> Result<Client, Error> {
+    source
+        .client()
+        .await
+        .map_err(|e| kubeconfig_error(source, e))
+}
+
+fn kubeconfig_error(source: &ClientSource, e: runtime::Error) -> Error {
+    match e {
         runtime::Error::Kubeconfig { path, message } => Error::Kubeconfig(path, message),
-        other => Error::Kubeconfig(kubeconfig.display().to_string(), other.to_string()),
-    })
+        other => Error::Kubeconfig(
+            source.kubeconfig_path().display().to_string(),
+            other.to_string(),
+        ),
+    }
 }
 
 /// A client acting as the service account `kube-system/<name>` (created if missing),
-/// with a token requested through `manager` (upstream's `SAControllerClientBuilder`).
+/// with a token requested through `manager` (upstream's `SAControllerClientBuilder`),
+/// reaching the server as `source`'s clients do.
 pub async fn controller_client(
     manager: &Client,
-    kubeconfig: &Path,
+    source: &ClientSource,
     name: &str,
 ) -> Result<Client, Error> {
     let accounts: Api<ServiceAccount> = Api::namespaced(manager.clone(), "kube-system");
@@ -73,16 +85,10 @@ pub async fn controller_client(
         .as_str()
         .unwrap_or_default()
         .to_string();
-    let text = kube::config::Kubeconfig::read_from(kubeconfig)
-        .map_err(|e| Error::Kubeconfig(kubeconfig.display().to_string(), e.to_string()))?;
-    let mut config = Config::from_custom_kubeconfig(text, &Default::default())
+    source
+        .client_with_token(&token)
         .await
-        .map_err(|e| Error::Kubeconfig(kubeconfig.display().to_string(), e.to_string()))?;
-    config.auth_info = kube::config::AuthInfo {
-        token: Some(token.into()),
-        ..Default::default()
-    };
-    Ok(Client::try_from(config)?)
+        .map_err(|e| kubeconfig_error(source, e))
 }
 
 /// An event recorder writing as `component` through `writer`.

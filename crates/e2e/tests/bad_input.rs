@@ -977,7 +977,16 @@ fn conflicts() {
 }
 
 #[test]
-fn watch_from_before_the_watch_cache_is_expired() {
+fn watch_from_before_the_watch_cache_replays_the_store_until_compacted() {
+    let events_of = |r: &Resp| -> Vec<Value> {
+        r.text()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    // A restarted server's watch cache starts at the current revision; an older
+    // resourceVersion is replayed from the store's history while it has it …
     let mut api = Api::start();
     let first = api.create(CM, &configmap("first"));
     api.create(CM, &configmap("second"));
@@ -985,28 +994,45 @@ fn watch_from_before_the_watch_cache_is_expired() {
         .as_str()
         .unwrap()
         .to_string();
-    // A restarted server's watch cache starts at the current revision: older ones are gone.
     api.server.restart();
-    let r = api.get(&format!("{CM}?watch=1&resourceVersion={rv}"));
-    // Upstream answers 200 and ends the stream with one ERROR event (cacher.Watch's
-    // newErrWatcher), not an HTTP 410.
+    let r = api.get(&format!(
+        "{CM}?watch=1&resourceVersion={rv}&timeoutSeconds=1"
+    ));
     assert_eq!(r.code, 200, "{}", r.text());
-    let events: Vec<Value> = r
-        .text()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap())
+    let replayed: Vec<_> = events_of(&r)
+        .iter()
+        .map(|e| (e["type"].clone(), e["object"]["metadata"]["name"].clone()))
         .collect();
-    assert_eq!(events.len(), 1, "{events:?}");
-    assert_eq!(events[0]["type"], "ERROR", "{events:?}");
-    let s = &events[0]["object"];
+    assert_eq!(replayed, [(json!("ADDED"), json!("second"))]);
+    drop(api);
+
+    let server = RkubeServer::start_with(&["--etcd-compaction-interval", "1s"]);
+    let tls = server.dir.path().join("data").join("tls");
+    let mut api = Api { server, tls };
+    let first = api.create(CM, &configmap("first"));
+    api.create(CM, &configmap("second"));
+    let rv = first["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    api.server.restart();
+    // … and once compacted, upstream's answer: 200 and one ERROR event (cacher.Watch's
+    // newErrWatcher), not an HTTP 410.
+    let s = testkit::wait_for("the watch to expire", 30, || {
+        let r = api.get(&format!(
+            "{CM}?watch=1&resourceVersion={rv}&timeoutSeconds=1"
+        ));
+        assert_eq!(r.code, 200, "{}", r.text());
+        let events = events_of(&r);
+        (events.len() == 1 && events[0]["type"] == "ERROR").then(|| events[0]["object"].clone())
+    });
     assert_eq!(s["kind"], "Status", "{s}");
     assert_eq!(s["apiVersion"], "v1", "{s}");
     assert_eq!(s["status"], "Failure", "{s}");
     assert_eq!(s["reason"], "Expired", "{s}");
     assert_eq!(s["code"], 410, "{s}");
     assert!(
-        message(s).starts_with(&format!("too old resource version: {rv} (")),
+        message(&s).starts_with(&format!("too old resource version: {rv} (")),
         "{s}"
     );
     // Both objects are still there.

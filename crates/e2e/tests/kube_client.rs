@@ -1196,3 +1196,78 @@ fn update_with_stale_resource_version_conflicts() {
         assert_eq!(e.unwrap().data.unwrap()["v"], "4");
     });
 }
+
+/// Events have no watch cache (as upstream's default watch cache sizes): lists, field
+/// selectors, watches from a list's resourceVersion and streaming lists all come from the
+/// store and behave as for cached resources.
+#[test]
+fn events_are_served_from_the_store() {
+    use k8s_openapi::api::core::v1::Event;
+    let server = RkubeServer::start();
+    with_client(&server, |client| async move {
+        let ns = "kc-events";
+        create_namespace(&client, ns).await;
+        let api: Api<Event> = Api::namespaced(client.clone(), ns);
+        let event = |name: &str, object: &str, reason: &str| -> Event {
+            serde_json::from_value(json!({
+                "metadata": {"name": name},
+                "involvedObject": {"kind": "Pod", "namespace": ns, "name": object},
+                "reason": reason, "message": "m", "type": "Normal",
+                "source": {"component": "test"},
+            }))
+            .unwrap()
+        };
+        api.create(&PostParams::default(), &event("e1", "p1", "Scheduled"))
+            .await
+            .unwrap();
+        api.create(&PostParams::default(), &event("e2", "p2", "Pulled"))
+            .await
+            .unwrap();
+        let sel = ListParams::default().fields("involvedObject.name=p2");
+        let listed = api.list(&sel).await.unwrap();
+        let got: Vec<_> = listed.items.iter().map(|e| e.name_any()).collect();
+        assert_eq!(got, ["e2"]);
+        let rv = listed.metadata.resource_version.clone().unwrap();
+
+        // A watch from the list's revision sees only later matching changes.
+        let wp = WatchParams::default().fields("reason=Killing");
+        let mut stream = api.watch(&wp, &rv).await.unwrap().boxed();
+        api.create(&PostParams::default(), &event("e3", "p1", "Pulled"))
+            .await
+            .unwrap();
+        api.create(&PostParams::default(), &event("e4", "p1", "Killing"))
+            .await
+            .unwrap();
+        let ev = tokio::time::timeout(Duration::from_secs(10), stream.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        match ev {
+            WatchEvent::Added(e) => assert_eq!(e.name_any(), "e4"),
+            other => panic!("{other:?}"),
+        }
+
+        // kube-rs's streaming-list reflector converges on the same set.
+        let (reader, writer) = reflector::store::<Event>();
+        let task = tokio::spawn(
+            reflector(
+                writer,
+                watcher(api.clone(), watcher::Config::default().streaming_lists()),
+            )
+            .default_backoff()
+            .applied_objects()
+            .for_each(|_| async {}),
+        );
+        eventually(
+            "the reflector to hold four events",
+            Duration::from_secs(20),
+            || {
+                let n = reader.state().len();
+                async move { (n == 4).then_some(()) }
+            },
+        )
+        .await;
+        task.abort();
+    });
+}

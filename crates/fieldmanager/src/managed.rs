@@ -75,11 +75,76 @@ impl ManagedFieldsEntry {
     /// Reads one entry as upstream's unstructured conversion does: `None` when a field has
     /// the wrong type or the time does not parse.
     pub fn from_value(v: &Value) -> Option<ManagedFieldsEntry> {
+        EntryRef::of(v).map(EntryRef::into_entry)
+    }
+
+    /// The entries of an object's `metadata.managedFields`: `None` when absent, null, or
+    /// unreadable (as upstream's unstructured accessor returns nil).
+    pub fn list_of(obj: &Value) -> Option<Vec<ManagedFieldsEntry>> {
+        EntryRef::list_of(obj).map(|l| l.into_iter().map(EntryRef::into_entry).collect())
+    }
+
+    /// The entry read in place.
+    #[cfg(test)]
+    pub(crate) fn as_ref(&self) -> EntryRef<'_> {
+        EntryRef {
+            manager: &self.manager,
+            operation: &self.operation,
+            api_version: &self.api_version,
+            time: self.time,
+            fields_type: &self.fields_type,
+            fields_v1: self.fields_v1.as_ref(),
+            subresource: &self.subresource,
+        }
+    }
+
+    /// [`ManagedFieldsEntry::to_value`] without copying the strings and fieldsV1.
+    pub(crate) fn into_value(self) -> Value {
+        let mut m = Map::new();
+        let mut put = |k: &str, v: String| {
+            if !v.is_empty() {
+                m.insert(k.to_string(), Value::String(v));
+            }
+        };
+        put("manager", self.manager);
+        put("operation", self.operation);
+        put("apiVersion", self.api_version);
+        if let Some(t) = self.time {
+            m.insert("time".into(), Value::String(format_time(t)));
+        }
+        if !self.fields_type.is_empty() {
+            m.insert("fieldsType".into(), Value::String(self.fields_type));
+        }
+        if let Some(f) = self.fields_v1 {
+            m.insert("fieldsV1".into(), f);
+        }
+        if !self.subresource.is_empty() {
+            m.insert("subresource".into(), Value::String(self.subresource));
+        }
+        Value::Object(m)
+    }
+}
+
+/// A [`ManagedFieldsEntry`] read in place, its strings and fieldsV1 borrowed from the object.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct EntryRef<'v> {
+    pub manager: &'v str,
+    pub operation: &'v str,
+    pub api_version: &'v str,
+    pub time: Option<i64>,
+    pub fields_type: &'v str,
+    pub fields_v1: Option<&'v Value>,
+    pub subresource: &'v str,
+}
+
+impl<'v> EntryRef<'v> {
+    /// As [`ManagedFieldsEntry::from_value`].
+    pub(crate) fn of(v: &'v Value) -> Option<EntryRef<'v>> {
         let m = v.as_object()?;
-        let text = |k: &str| -> Option<String> {
+        let text = |k: &str| -> Option<&'v str> {
             match m.get(k) {
-                None | Some(Value::Null) => Some(String::new()),
-                Some(Value::String(s)) => Some(s.clone()),
+                None | Some(Value::Null) => Some(""),
+                Some(Value::String(s)) => Some(s.as_str()),
                 Some(_) => None,
             }
         };
@@ -88,22 +153,54 @@ impl ManagedFieldsEntry {
             Some(Value::String(s)) => Some(parse_time(s)?),
             Some(_) => return None,
         };
-        Some(ManagedFieldsEntry {
+        Some(EntryRef {
             manager: text("manager")?,
             operation: text("operation")?,
             api_version: text("apiVersion")?,
             time,
             fields_type: text("fieldsType")?,
-            fields_v1: m.get("fieldsV1").filter(|f| !f.is_null()).cloned(),
+            fields_v1: m.get("fieldsV1").filter(|f| !f.is_null()),
             subresource: text("subresource")?,
         })
     }
 
-    /// The entries of an object's `metadata.managedFields`: `None` when absent, null, or
-    /// unreadable (as upstream's unstructured accessor returns nil).
-    pub fn list_of(obj: &Value) -> Option<Vec<ManagedFieldsEntry>> {
+    /// As [`ManagedFieldsEntry::list_of`].
+    pub(crate) fn list_of(obj: &'v Value) -> Option<Vec<EntryRef<'v>>> {
         let items = obj.get("metadata")?.get("managedFields")?.as_array()?;
-        items.iter().map(ManagedFieldsEntry::from_value).collect()
+        items.iter().map(EntryRef::of).collect()
+    }
+
+    pub(crate) fn into_entry(self) -> ManagedFieldsEntry {
+        ManagedFieldsEntry {
+            manager: self.manager.to_string(),
+            operation: self.operation.to_string(),
+            api_version: self.api_version.to_string(),
+            time: self.time,
+            fields_type: self.fields_type.to_string(),
+            fields_v1: self.fields_v1.cloned(),
+            subresource: self.subresource.to_string(),
+        }
+    }
+
+    /// As [`ManagedFieldsEntry::is_empty`].
+    pub(crate) fn is_empty(&self) -> bool {
+        self.manager.is_empty()
+            && self.operation.is_empty()
+            && self.api_version.is_empty()
+            && self.time.is_none()
+            && self.fields_type.is_empty()
+            && self.fields_v1.is_none()
+            && self.subresource.is_empty()
+    }
+
+    /// Equal but for the time.
+    fn same_but_time(&self, other: &EntryRef<'_>) -> bool {
+        self.manager == other.manager
+            && self.operation == other.operation
+            && self.api_version == other.api_version
+            && self.fields_type == other.fields_type
+            && self.fields_v1 == other.fields_v1
+            && self.subresource == other.subresource
     }
 }
 
@@ -143,28 +240,12 @@ impl ManagerId {
 
     /// Upstream's identifier: the JSON of the entry reduced to these fields.
     pub fn identifier(&self) -> String {
-        let mut out = String::from("{");
-        let mut first = true;
-        for (k, v) in [
-            ("manager", &self.manager),
-            ("operation", &self.operation),
-            ("apiVersion", &self.api_version),
-            ("subresource", &self.subresource),
-        ] {
-            if v.is_empty() {
-                continue;
-            }
-            if !first {
-                out.push(',');
-            }
-            first = false;
-            // Upstream marshals the identifier with encoding/json.
-            api::gofmt::write_json_string(&mut out, k, api::gofmt::JsonEncoder::Std);
-            out.push(':');
-            api::gofmt::write_json_string(&mut out, v, api::gofmt::JsonEncoder::Std);
-        }
-        out.push('}');
-        out
+        identifier(
+            &self.manager,
+            &self.operation,
+            &self.api_version,
+            &self.subresource,
+        )
     }
 
     /// The identifier of an entry (apiVersion dropped for appliers).
@@ -194,6 +275,35 @@ impl ManagerId {
     }
 }
 
+/// [`ManagerId::identifier`] of its parts.
+fn identifier(manager: &str, operation: &str, api_version: &str, subresource: &str) -> String {
+    let mut out = String::with_capacity(
+        48 + manager.len() + operation.len() + api_version.len() + subresource.len(),
+    );
+    out.push('{');
+    let mut first = true;
+    for (k, v) in [
+        ("manager", manager),
+        ("operation", operation),
+        ("apiVersion", api_version),
+        ("subresource", subresource),
+    ] {
+        if v.is_empty() {
+            continue;
+        }
+        if !first {
+            out.push(',');
+        }
+        first = false;
+        // Upstream marshals the identifier with encoding/json.
+        api::gofmt::write_json_string(&mut out, k, api::gofmt::JsonEncoder::Std);
+        out.push(':');
+        api::gofmt::write_json_string(&mut out, v, api::gofmt::JsonEncoder::Std);
+    }
+    out.push('}');
+    out
+}
+
 /// What a manager owns, in which version, and whether it applied it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct VersionedSet {
@@ -211,16 +321,24 @@ pub(crate) struct Managed {
 
 impl Managed {
     /// Decodes entries as upstream's `DecodeManagedFields`.
+    #[cfg(test)]
     pub(crate) fn decode(entries: &[ManagedFieldsEntry]) -> Result<Managed, String> {
+        Managed::decode_refs(entries.iter().map(ManagedFieldsEntry::as_ref))
+    }
+
+    /// Decodes entries read in place as upstream's `DecodeManagedFields`.
+    pub(crate) fn decode_refs<'v>(
+        entries: impl IntoIterator<Item = EntryRef<'v>>,
+    ) -> Result<Managed, String> {
         let mut out = Managed::default();
-        for (i, e) in entries.iter().enumerate() {
+        for (i, e) in entries.into_iter().enumerate() {
             if e.operation != ManagerId::APPLY && e.operation != ManagerId::UPDATE {
                 return Err("operation must be `Apply` or `Update`".to_string());
             }
             if e.api_version.is_empty() {
                 return Err("apiVersion must not be empty".to_string());
             }
-            match e.fields_type.as_str() {
+            match e.fields_type {
                 FIELDS_V1 => {}
                 "" => return Err(format!("missing fieldsType in managed fields entry {i}")),
                 other => {
@@ -230,16 +348,26 @@ impl Managed {
                     ));
                 }
             }
-            let id = ManagerId::of_entry(e).identifier();
-            let set = e.field_set().map_err(|err| {
+            let applied = e.operation == ManagerId::APPLY;
+            let id = identifier(
+                e.manager,
+                e.operation,
+                if applied { "" } else { e.api_version },
+                e.subresource,
+            );
+            let set = match e.fields_v1 {
+                Some(v) => FieldSet::from_fields_v1(v),
+                None => Ok(FieldSet::new()),
+            }
+            .map_err(|err| {
                 format!("error decoding versioned set from {id}: error decoding set: {err}")
             })?;
             out.fields.insert(
                 id.clone(),
                 VersionedSet {
                     set,
-                    api_version: e.api_version.clone(),
-                    applied: e.operation == ManagerId::APPLY,
+                    api_version: e.api_version.to_string(),
+                    applied,
                 },
             );
             out.times.insert(id, e.time);
@@ -249,8 +377,8 @@ impl Managed {
 
     /// Decodes an object's managedFields; absent or unreadable ones are empty.
     pub(crate) fn decode_object(obj: &Value) -> Result<Managed, String> {
-        match ManagedFieldsEntry::list_of(obj) {
-            Some(entries) => Managed::decode(&entries),
+        match EntryRef::list_of(obj) {
+            Some(entries) => Managed::decode_refs(entries),
             None => Ok(Managed::default()),
         }
     }
@@ -314,7 +442,12 @@ pub(crate) fn set_managed_fields(obj: &mut Value, entries: Option<Vec<ManagedFie
             if let Value::Object(meta) = meta {
                 meta.insert(
                     "managedFields".into(),
-                    Value::Array(entries.iter().map(ManagedFieldsEntry::to_value).collect()),
+                    Value::Array(
+                        entries
+                            .into_iter()
+                            .map(ManagedFieldsEntry::into_value)
+                            .collect(),
+                    ),
                 );
             }
         }
@@ -328,42 +461,68 @@ pub(crate) fn without_managed_fields(obj: &Value) -> Value {
     out
 }
 
+/// `without_managed_fields(a) == without_managed_fields(b)`, without copying either.
+fn equal_without_managed_fields(a: &Value, b: &Value) -> bool {
+    let (Some(ra), Some(rb)) = (a.as_object(), b.as_object()) else {
+        return a == b;
+    };
+    ra.len() == rb.len()
+        && ra.iter().all(|(k, va)| {
+            rb.get(k).is_some_and(|vb| {
+                if k != "metadata" {
+                    return va == vb;
+                }
+                match (va.as_object(), vb.as_object()) {
+                    (Some(ma), Some(mb)) => {
+                        let kept = |m: &Map<String, Value>| {
+                            m.len() - usize::from(m.contains_key("managedFields"))
+                        };
+                        kept(ma) == kept(mb)
+                            && ma
+                                .iter()
+                                .filter(|(k, _)| *k != "managedFields")
+                                .all(|(k, x)| mb.get(k) == Some(x))
+                    }
+                    _ => va == vb,
+                }
+            })
+        })
+}
+
 /// If an update changed nothing but managedFields timestamps, puts the old timestamps back
 /// so that the write is a no-op (upstream's `IgnoreManagedFieldsTimestampsTransformer`, run
 /// by the registry after the strategy's update preparation). Returns whether it did.
 pub fn revert_timestamp_only_changes(new: &mut Value, old: &Value) -> bool {
-    let (Some(new_entries), Some(old_entries)) = (
-        ManagedFieldsEntry::list_of(new),
-        ManagedFieldsEntry::list_of(old),
-    ) else {
-        return false;
+    let restored = {
+        let (Some(new_entries), Some(old_entries)) =
+            (EntryRef::list_of(new), EntryRef::list_of(old))
+        else {
+            return false;
+        };
+        if new_entries.len() != old_entries.len() || new_entries.is_empty() {
+            return false;
+        }
+        let times_unchanged = new_entries
+            .iter()
+            .zip(&old_entries)
+            .all(|(n, o)| n.time == o.time);
+        if times_unchanged {
+            return false;
+        }
+        let same_modulo_time = new_entries
+            .iter()
+            .zip(&old_entries)
+            .all(|(n, o)| n.same_but_time(o));
+        if !same_modulo_time || !equal_without_managed_fields(new, old) {
+            return false;
+        }
+        // Each new entry with the old time is the old entry.
+        let restored: Vec<Value> = old_entries
+            .iter()
+            .map(|o| o.into_entry().into_value())
+            .collect();
+        restored
     };
-    if new_entries.len() != old_entries.len() || new_entries.is_empty() {
-        return false;
-    }
-    let times_unchanged = new_entries
-        .iter()
-        .zip(&old_entries)
-        .all(|(n, o)| n.time == o.time);
-    if times_unchanged {
-        return false;
-    }
-    let same_modulo_time = new_entries.iter().zip(&old_entries).all(|(n, o)| {
-        let mut n = n.clone();
-        n.time = o.time;
-        n == *o
-    });
-    if !same_modulo_time || without_managed_fields(new) != without_managed_fields(old) {
-        return false;
-    }
-    let restored: Vec<Value> = new_entries
-        .into_iter()
-        .zip(&old_entries)
-        .map(|(mut n, o)| {
-            n.time = o.time;
-            n.to_value()
-        })
-        .collect();
     if let Some(Value::Object(meta)) = new.get_mut("metadata") {
         meta.insert("managedFields".into(), Value::Array(restored));
     }

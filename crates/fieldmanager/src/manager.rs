@@ -13,8 +13,8 @@ use serde_json::{Map, Value};
 use crate::conflict::{Conflict, Conflicts};
 use crate::error::Error;
 use crate::managed::{
-    Managed, ManagedFieldsEntry, ManagerId, VersionedSet, set_managed_fields, unix_seconds,
-    without_managed_fields,
+    EntryRef, Managed, ManagedFieldsEntry, ManagerId, VersionedSet, set_managed_fields,
+    unix_seconds, without_managed_fields,
 };
 use crate::path::Path;
 use crate::schema::ObjectSchema;
@@ -274,7 +274,9 @@ impl<'a> FieldManager<'a> {
     ) -> Result<Step, Error> {
         let (live, managed) = if managed.fields.is_empty() {
             let empty = self.new_object();
-            self.update_capped(&empty, true, live.clone(), managed, BEFORE_FIRST_APPLY, now)?
+            let managed =
+                self.update_capped(&empty, true, live, managed, BEFORE_FIRST_APPLY, now)?;
+            (live.clone(), managed)
         } else {
             (live.clone(), managed)
         };
@@ -344,8 +346,12 @@ impl<'a> FieldManager<'a> {
             },
         );
         let merged = self.prune(merged, &managers, last.as_ref());
-        let (managers, _) = self
-            .take_ownership(&live_t, &merged, managers, id, force)
+        let c = self
+            .schema
+            .compare(&live_t, &merged)
+            .excluding(&self.reset_fields);
+        let managers = self
+            .take_ownership(&c, managers, id, force)
             .map_err(Error::Conflict)?;
         let obj = (!value::equal(&live_t, &merged)).then_some(merged);
         Ok((
@@ -403,44 +409,57 @@ impl<'a> FieldManager<'a> {
         manager: &str,
         now: SystemTime,
     ) -> Value {
+        let mut out = new.clone();
+        self.update_in_place(live, &mut out, manager, now);
+        out
+    }
+
+    /// [`FieldManager::update`] on the object about to be stored itself: sets its
+    /// managedFields without copying it.
+    pub fn update_in_place(
+        &self,
+        live: Option<&Value>,
+        new: &mut Value,
+        manager: &str,
+        now: SystemTime,
+    ) {
         let now = unix_seconds(now);
+        let zero;
         let live_obj = match live {
-            Some(l) => l.clone(),
-            None => self.new_object(),
+            Some(l) => l,
+            None => {
+                zero = self.new_object();
+                &zero
+            }
         };
         if !live_obj.is_object() || !new.is_object() {
-            return new.clone();
+            return;
         }
-        match self.update_object(&live_obj, live.is_none(), new, manager, now) {
-            Ok(v) => v,
-            Err(_) => {
-                let mut out = new.clone();
-                set_managed_fields(&mut out, ManagedFieldsEntry::list_of(&live_obj));
-                out
-            }
+        let managed = self.decode_live_or_new(live_obj, new);
+        // The object is stored without the managedFields it came with, then gets its own.
+        set_managed_fields(new, None);
+        match self.update_object(live_obj, live.is_none(), new, managed, manager, now) {
+            Ok(managed) => set_managed_fields(new, managed.encode()),
+            Err(_) => set_managed_fields(new, ManagedFieldsEntry::list_of(live_obj)),
         }
     }
 
+    /// The managedFields of `new` (stripped of its own) updated from `live`'s.
     /// `live_is_typed`: `live` is already a typed view (the new object of a create).
     fn update_object(
         &self,
         live: &Value,
         live_is_typed: bool,
         new: &Value,
+        managed: Managed,
         manager: &str,
         now: i64,
-    ) -> Result<Value, Error> {
-        let managed = self.decode_live_or_new(live, new);
-        let new_obj = without_managed_fields(new);
-        let live_obj = without_managed_fields(live);
-        let (mut obj, managed) = if managed.fields.is_empty() && !uid(&live_obj).is_empty() {
+    ) -> Result<Managed, Error> {
+        if managed.fields.is_empty() && !uid(live).is_empty() {
             // Managed fields were emptied: tracking resumes with the next apply.
-            (new_obj, managed)
-        } else {
-            self.update_capped(&live_obj, live_is_typed, new_obj, managed, manager, now)?
-        };
-        set_managed_fields(&mut obj, managed.encode());
-        Ok(obj)
+            return Ok(managed);
+        }
+        self.update_capped(live, live_is_typed, new, managed, manager, now)
     }
 
     /// Which managedFields an update starts from: the live object's for subresources; else
@@ -451,14 +470,14 @@ impl<'a> FieldManager<'a> {
         if !self.subresource.is_empty() {
             return from_live();
         }
-        let requested = ManagedFieldsEntry::list_of(new);
+        let requested = EntryRef::list_of(new);
         if let Some(entries) = &requested {
             let reset = entries.is_empty() || (entries.len() == 1 && entries[0].is_empty());
             if reset {
                 return Managed::default();
             }
         }
-        match requested.map(|e| Managed::decode(&e)) {
+        match requested.map(Managed::decode_refs) {
             Some(Ok(m)) if !m.fields.is_empty() => m,
             _ => from_live(),
         }
@@ -470,15 +489,14 @@ impl<'a> FieldManager<'a> {
         &self,
         live: &Value,
         live_is_typed: bool,
-        new: Value,
+        new: &Value,
         managed: Managed,
         manager: &str,
         now: i64,
-    ) -> Result<Step, Error> {
+    ) -> Result<Managed, Error> {
         let id = self.manager_id(manager, ManagerId::UPDATE);
-        let (obj, managed) =
-            self.update_timestamped(live, live_is_typed, new, managed, &id, now)?;
-        Ok((obj, self.cap_update_managers(managed)))
+        let managed = self.update_timestamped(live, live_is_typed, new, managed, &id, now)?;
+        Ok(self.cap_update_managers(managed))
     }
 
     /// The update recorded under a placeholder manager, then merged into the manager's entry
@@ -487,12 +505,12 @@ impl<'a> FieldManager<'a> {
         &self,
         live: &Value,
         live_is_typed: bool,
-        new: Value,
+        new: &Value,
         managed: Managed,
         id: &str,
         now: i64,
-    ) -> Result<Step, Error> {
-        let (obj, mut managed) =
+    ) -> Result<Managed, Error> {
+        let mut managed =
             self.update_structured(live, live_is_typed, new, managed, CURRENT_OPERATION)?;
         strip_meta(&mut managed, CURRENT_OPERATION);
         if let Some(vs) = managed.fields.remove(CURRENT_OPERATION) {
@@ -510,26 +528,25 @@ impl<'a> FieldManager<'a> {
             );
             managed.times.insert(id.to_string(), Some(now));
         }
-        Ok((obj, managed))
+        Ok(managed)
     }
 
+    /// Upstream's `Updater.Update` of `live` into `new` (both without managedFields, which
+    /// the comparison leaves out).
     fn update_structured(
         &self,
         live: &Value,
         live_is_typed: bool,
-        new: Value,
+        new: &Value,
         managed: Managed,
         id: &str,
-    ) -> Result<Step, Error> {
-        let live_t = if live_is_typed {
-            std::borrow::Cow::Borrowed(live)
-        } else {
-            std::borrow::Cow::Owned(self.schema.typed_view(live))
-        };
-        let new_t = self.schema.typed_view(&new);
+    ) -> Result<Managed, Error> {
+        let c = self
+            .schema
+            .compare_stored(live, live_is_typed, new, &self.reset_fields);
         let managers = self.reconcile_all(managed.fields);
-        let (mut managers, c) = self
-            .take_ownership(&live_t, &new_t, managers, id, true)
+        let mut managers = self
+            .take_ownership(&c, managers, id, true)
             .map_err(Error::Conflict)?;
         let previous = managers
             .get(id)
@@ -552,13 +569,10 @@ impl<'a> FieldManager<'a> {
                 },
             );
         }
-        Ok((
-            new,
-            Managed {
-                fields: managers,
-                times: managed.times,
-            },
-        ))
+        Ok(Managed {
+            fields: managers,
+            times: managed.times,
+        })
     }
 
     // ========================================================================== shared
@@ -599,15 +613,14 @@ impl<'a> FieldManager<'a> {
 
     /// Upstream's `Updater.update`: other managers lose the fields whose values change (a
     /// conflict unless forced) and the fields that are removed.
+    /// `c`: the comparison of the old and new objects, without the reset fields.
     fn take_ownership(
         &self,
-        old: &Value,
-        new: &Value,
+        c: &Comparison,
         mut managers: BTreeMap<String, VersionedSet>,
         workflow: &str,
         force: bool,
-    ) -> Result<(BTreeMap<String, VersionedSet>, Comparison), Conflicts> {
-        let c = self.schema.compare(old, new).excluding(&self.reset_fields);
+    ) -> Result<BTreeMap<String, VersionedSet>, Conflicts> {
         let changed = c.modified.union(&c.added);
         let mut conflicts: Vec<(String, FieldSet)> = Vec::new();
         let mut removed: Vec<String> = Vec::new();
@@ -646,7 +659,7 @@ impl<'a> FieldManager<'a> {
             }
         }
         managers.retain(|_, vs| !vs.set.is_empty());
-        Ok((managers, c))
+        Ok(managers)
     }
 
     /// Merges the oldest update entries into per-version `ancient-changes` buckets until at

@@ -369,6 +369,11 @@ impl<'a> MapType<'a> {
         })
     }
 
+    /// The schema of a declared field.
+    pub(crate) fn field_schema(&self, name: &str) -> Option<&'a Value> {
+        self.props?.get(name)
+    }
+
     /// The type of a key: its declared type, or the type of other keys.
     pub(crate) fn type_of(&self, name: &str) -> TypeRef<'a> {
         self.field(name).unwrap_or(self.elem)

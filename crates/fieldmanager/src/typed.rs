@@ -8,6 +8,7 @@
 //! undeclared field, a list item without its keys) these walks deduce the field or address
 //! the item by index instead.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde_json::{Map, Value};
@@ -344,6 +345,40 @@ impl<'a> ObjectSchema<'a> {
         let mut path = Vec::new();
         self.cmp_node(Some(lhs), Some(rhs), self.root_ref(), &mut path, &mut c);
         c
+    }
+
+    /// What changed from one stored object to another, as [`ObjectSchema::compare`] finds it
+    /// between their typed views without `metadata.managedFields`, less what is at or under
+    /// a member of `prune` ([`Comparison::excluding`]):
+    ///
+    /// `compare(typed_view(strip(lhs)), typed_view(strip(rhs))).excluding(prune)`
+    ///
+    /// (`lhs` as it is when `lhs_typed`: the zero object of a create). Neither object is
+    /// copied: subtrees equal on both sides are skipped (equal values have equal typed views
+    /// and compare equal), zero values are built only for fields missing on one side, and
+    /// only subtrees that differ and are not granular maps on both sides are made typed.
+    pub(crate) fn compare_stored(
+        &self,
+        lhs: &Value,
+        lhs_typed: bool,
+        rhs: &Value,
+        prune: &FieldSet,
+    ) -> Comparison {
+        let mut walk = LazyCompare {
+            schema: self,
+            path: Vec::new(),
+            c: Comparison::default(),
+        };
+        let fills = Fills {
+            lhs: self.structured && !lhs_typed,
+            rhs: self.structured,
+        };
+        let prune = (!prune.is_empty()).then_some(prune);
+        walk.node(lhs, rhs, self.root_ref(), 0, fills, Level::Root, prune);
+        match prune {
+            Some(p) => walk.c.excluding(p),
+            None => walk.c,
+        }
     }
 
     fn cmp_node(
@@ -974,6 +1009,230 @@ fn cmp_leaf(
     }
 }
 
+/// Which sides of a lazy comparison stand for their typed views (zero values filled in)
+/// rather than for themselves.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Fills {
+    lhs: bool,
+    rhs: bool,
+}
+
+/// Where a lazy comparison is: `metadata.managedFields` is left out of both objects.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Root,
+    Metadata,
+    Other,
+}
+
+impl Level {
+    fn child(self, key: &str) -> Level {
+        match self {
+            Level::Root if key == "metadata" => Level::Metadata,
+            _ => Level::Other,
+        }
+    }
+
+    /// Whether `key` is left out at this level.
+    fn skips(self, key: &str) -> bool {
+        self == Level::Metadata && key == "managedFields"
+    }
+}
+
+/// [`ObjectSchema::compare_stored`]'s walk.
+struct LazyCompare<'s, 'a> {
+    schema: &'s ObjectSchema<'a>,
+    path: Vec<PathElement>,
+    c: Comparison,
+}
+
+impl<'a> LazyCompare<'_, 'a> {
+    /// Compares the typed views of two present values at `depth` (as `zero_fill` counts it).
+    #[allow(clippy::too_many_arguments)]
+    fn node(
+        &mut self,
+        l: &Value,
+        r: &Value,
+        tr: TypeRef<'a>,
+        depth: usize,
+        fills: Fills,
+        level: Level,
+        prune: Option<&FieldSet>,
+    ) {
+        // `zero_fill` leaves values this deep as they are.
+        let fills = if depth > MAX_ZERO_DEPTH {
+            Fills {
+                lhs: false,
+                rhs: false,
+            }
+        } else {
+            fills
+        };
+        // Equal values have equal typed views (with or without managedFields), which compare
+        // equal. (Objects as a whole rarely are: not worth the look.)
+        if fills.lhs == fills.rhs && level != Level::Root && l == r {
+            return;
+        }
+        if let (Value::Object(lm), Value::Object(rm)) = (l, r) {
+            let atom = self.schema.resolve(tr);
+            let (al, ar) = (atom.deduce(Some(l)), atom.deduce(Some(r)));
+            if al.same_shape(&ar)
+                && let Some(m) = &ar.map
+                && m.rel != Rel::Atomic
+                && lm.keys().any(|k| !level.skips(k))
+                && rm.keys().any(|k| !level.skips(k))
+            {
+                self.map(m, lm, rm, depth, fills, level, prune);
+                return;
+            }
+        }
+        let tl = self.typed(l, tr, depth, fills.lhs, level);
+        let trv = self.typed(r, tr, depth, fills.rhs, level);
+        self.schema
+            .cmp_node(Some(&tl), Some(&trv), tr, &mut self.path, &mut self.c);
+    }
+
+    /// Two granular maps, both with entries: their keys one by one, as `cmp_map` walks the
+    /// typed maps (whose other keys are the zero values of declared fields).
+    #[allow(clippy::too_many_arguments)]
+    fn map(
+        &mut self,
+        m: &MapType<'a>,
+        lm: &Map<String, Value>,
+        rm: &Map<String, Value>,
+        depth: usize,
+        fills: Fills,
+        level: Level,
+        prune: Option<&FieldSet>,
+    ) {
+        let has = |map: &Map<String, Value>, k: &str| !level.skips(k) && map.contains_key(k);
+        for (k, lv) in lm {
+            if level.skips(k) {
+                continue;
+            }
+            let rv = rm.get(k);
+            self.child(m, k, Some(lv), rv, depth, fills, level, prune);
+        }
+        for (k, rv) in rm {
+            if level.skips(k) || lm.contains_key(k) {
+                continue;
+            }
+            self.child(m, k, None, Some(rv), depth, fills, level, prune);
+        }
+        if fills.lhs != fills.rhs {
+            // Declared fields neither side has: the filled side has their zero values.
+            for (name, _) in m.fields() {
+                if has(lm, name) || has(rm, name) {
+                    continue;
+                }
+                self.child(m, name, None, None, depth, fills, level, prune);
+            }
+        }
+    }
+
+    /// The entry `k` of two maps at `depth`, present on either side or none.
+    #[allow(clippy::too_many_arguments)]
+    fn child(
+        &mut self,
+        m: &MapType<'a>,
+        k: &str,
+        lv: Option<&Value>,
+        rv: Option<&Value>,
+        depth: usize,
+        fills: Fills,
+        level: Level,
+        prune: Option<&FieldSet>,
+    ) {
+        let pe = PathElement::Field(k.to_string());
+        if prune.is_some_and(|p| p.has_member(&pe)) {
+            return;
+        }
+        let cprune = prune.and_then(|p| p.child(&pe));
+        let ctr = m.type_of_lenient(k);
+        let clevel = level.child(k);
+        self.path.push(pe);
+        if let (Some(lv), Some(rv)) = (lv, rv) {
+            self.node(lv, rv, ctr, depth + 1, fills, clevel, cprune);
+        } else {
+            let tl = self.side(m, k, lv, ctr, depth, fills.lhs, clevel);
+            let trv = self.side(m, k, rv, ctr, depth, fills.rhs, clevel);
+            if tl.is_some() || trv.is_some() {
+                self.schema.cmp_node(
+                    tl.as_deref(),
+                    trv.as_deref(),
+                    ctr,
+                    &mut self.path,
+                    &mut self.c,
+                );
+            }
+        }
+        self.path.pop();
+    }
+
+    /// The typed view of entry `k` of a map at `depth` on one side: its value's, the zero
+    /// value of a declared field when the side is filled, or none.
+    #[allow(clippy::too_many_arguments)]
+    fn side<'v>(
+        &self,
+        m: &MapType<'a>,
+        k: &str,
+        v: Option<&'v Value>,
+        ctr: TypeRef<'a>,
+        depth: usize,
+        fill: bool,
+        level: Level,
+    ) -> Option<Cow<'v, Value>> {
+        match v {
+            Some(v) => Some(self.typed(v, ctr, depth + 1, fill, level)),
+            None if fill => self.zero_of(m, k, depth).map(Cow::Owned),
+            None => None,
+        }
+    }
+
+    /// The zero value `zero_fill` gives a declared field missing from a map at `depth`.
+    fn zero_of(&self, m: &MapType<'a>, k: &str, depth: usize) -> Option<Value> {
+        let prop = m.field_schema(k)?;
+        self.schema
+            .zero_of_field(m, k, prop, depth, &mut Vec::new())
+    }
+
+    /// A value's typed view (without managedFields at the root and in metadata).
+    fn typed<'v>(
+        &self,
+        v: &'v Value,
+        tr: TypeRef<'a>,
+        depth: usize,
+        fill: bool,
+        level: Level,
+    ) -> Cow<'v, Value> {
+        let v = match (level, v) {
+            (Level::Root, Value::Object(root))
+                if root
+                    .get("metadata")
+                    .and_then(Value::as_object)
+                    .is_some_and(|m| m.contains_key("managedFields")) =>
+            {
+                let mut copy = v.clone();
+                if let Some(Value::Object(meta)) = copy.get_mut("metadata") {
+                    meta.remove("managedFields");
+                }
+                Cow::Owned(copy)
+            }
+            (Level::Metadata, Value::Object(meta)) if meta.contains_key("managedFields") => {
+                let mut copy = meta.clone();
+                copy.remove("managedFields");
+                Cow::Owned(Value::Object(copy))
+            }
+            _ => Cow::Borrowed(v),
+        };
+        if fill {
+            Cow::Owned(self.schema.zero_fill(&v, tr, depth, &mut Vec::new()))
+        } else {
+            v
+        }
+    }
+}
+
 type ZipItem<'v> = (&'v String, Option<&'v Value>, Option<&'v Value>);
 
 /// The keys of two maps with their values on each side: the left map's keys, then the keys
@@ -1098,5 +1357,312 @@ mod tests {
         let mut whole = FieldSet::new();
         whole.insert(&[PathElement::field("spec")]);
         assert_eq!(s.remove_items(&v, &whole), json!({"other": 1}));
+    }
+}
+
+/// [`ObjectSchema::compare_stored`] against its definition, on the built-in Pod schema and
+/// on schemas of custom resources, over a table of objects and seeded random mutations of
+/// them.
+#[cfg(test)]
+mod stored_comparison_tests {
+    use super::*;
+    use crate::managed::without_managed_fields;
+    use crate::path::Path;
+    use serde_json::json;
+
+    /// The definition: the typed views of both objects without managedFields, compared,
+    /// less the pruned fields.
+    fn reference(
+        s: &ObjectSchema<'_>,
+        l: &Value,
+        l_typed: bool,
+        r: &Value,
+        prune: &FieldSet,
+    ) -> Comparison {
+        let l = without_managed_fields(l);
+        let l = if l_typed { l } else { s.typed_view(&l) };
+        let r = s.typed_view(&without_managed_fields(r));
+        s.compare(&l, &r).excluding(prune)
+    }
+
+    fn check(s: &ObjectSchema<'_>, l: &Value, r: &Value, what: &str) {
+        let prunes = [
+            FieldSet::new(),
+            FieldSet::from_paths(&[Path::fields(&["status"])]),
+            FieldSet::from_paths(&[Path::fields(&["spec"])]),
+            FieldSet::from_paths(&[
+                Path::fields(&["metadata", "labels"]),
+                Path::fields(&["spec", "containers"]),
+            ]),
+        ];
+        for prune in &prunes {
+            assert_eq!(
+                s.compare_stored(l, false, r, prune),
+                reference(s, l, false, r, prune),
+                "{what}: {l} → {r}, pruning {prune}"
+            );
+            // A create: the left side is the zero object, already typed.
+            let zero = s.typed_view(l);
+            assert_eq!(
+                s.compare_stored(&zero, true, r, prune),
+                reference(s, &zero, true, r, prune),
+                "{what} (typed left side): {zero} → {r}, pruning {prune}"
+            );
+        }
+    }
+
+    fn pod() -> Value {
+        json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {
+                "name": "web-1", "namespace": "default", "uid": "u1",
+                "labels": {"app": "web"},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web",
+                    "uid": "r1", "controller": true}],
+                "managedFields": [{"manager": "m", "operation": "Update", "apiVersion": "v1",
+                    "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:labels": {}}}}]
+            },
+            "spec": {
+                "containers": [
+                    {"name": "a", "image": "nginx", "ports": [{"containerPort": 80, "protocol": "TCP"}],
+                     "resources": {"limits": {"cpu": "1"}}, "env": [{"name": "X", "value": "1"}]},
+                    {"name": "b", "image": "busybox", "command": ["sh"]}
+                ],
+                "tolerations": [{"key": "k", "operator": "Exists"}],
+                "securityContext": {},
+                "restartPolicy": "Always"
+            },
+            "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "True"}]}
+        })
+    }
+
+    fn table() -> Vec<(&'static str, Value)> {
+        let base = pod();
+        let with = |f: &dyn Fn(&mut Value)| {
+            let mut v = base.clone();
+            f(&mut v);
+            v
+        };
+        vec![
+            ("same", base.clone()),
+            ("bound", with(&|v| v["spec"]["nodeName"] = json!("n1"))),
+            (
+                "running",
+                with(&|v| {
+                    v["status"] = json!({"phase": "Running", "podIP": "10.0.0.1",
+                        "conditions": [{"type": "Ready", "status": "True"}],
+                        "containerStatuses": [{"name": "a", "ready": true, "restartCount": 0,
+                            "image": "nginx", "imageID": "", "state": {"running": {}}}]})
+                }),
+            ),
+            (
+                "image",
+                with(&|v| v["spec"]["containers"][0]["image"] = json!("nginx:2")),
+            ),
+            (
+                "container removed",
+                with(&|v| {
+                    if let Some(a) = v["spec"]["containers"].as_array_mut() {
+                        a.pop();
+                    }
+                }),
+            ),
+            (
+                "duplicate container",
+                with(&|v| {
+                    let c = v["spec"]["containers"][0].clone();
+                    if let Some(a) = v["spec"]["containers"].as_array_mut() {
+                        a.push(c);
+                    }
+                }),
+            ),
+            (
+                "managedFields only",
+                with(&|v| v["metadata"]["managedFields"] = json!([])),
+            ),
+            (
+                "managedFields gone",
+                with(&|v| {
+                    if let Some(m) = v["metadata"].as_object_mut() {
+                        m.remove("managedFields");
+                    }
+                }),
+            ),
+            (
+                "metadata only managedFields",
+                with(&|v| v["metadata"] = json!({"managedFields": []})),
+            ),
+            ("metadata empty", with(&|v| v["metadata"] = json!({}))),
+            ("metadata not a map", with(&|v| v["metadata"] = json!("x"))),
+            ("metadata null", with(&|v| v["metadata"] = Value::Null)),
+            ("spec empty", with(&|v| v["spec"] = json!({}))),
+            ("spec a string", with(&|v| v["spec"] = json!("x"))),
+            (
+                "security context gone",
+                with(&|v| {
+                    if let Some(m) = v["spec"].as_object_mut() {
+                        m.remove("securityContext");
+                    }
+                }),
+            ),
+            (
+                "unknown field",
+                with(&|v| v["spec"]["nope"] = json!({"a": [1, {"b": null}]})),
+            ),
+            (
+                "labels",
+                with(&|v| v["metadata"]["labels"] = json!({"app": "web", "tier": "x"})),
+            ),
+            (
+                "atomic owner",
+                with(&|v| v["metadata"]["ownerReferences"][0]["controller"] = json!(false)),
+            ),
+            (
+                "int as float",
+                with(&|v| v["spec"]["containers"][0]["ports"][0]["containerPort"] = json!(80.0)),
+            ),
+            ("empty", json!({})),
+            ("only kind", json!({"apiVersion": "v1", "kind": "Pod"})),
+        ]
+    }
+
+    struct NoDefs;
+
+    impl api::schema::SchemaLookup for NoDefs {
+        fn definition(&self, _name: &str) -> Option<&Value> {
+            None
+        }
+    }
+
+    /// A small deterministic generator (an LCG), enough to pick mutations.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((self.0 >> 33) as usize) % n.max(1)
+        }
+    }
+
+    /// Changes one random place of `v`.
+    fn mutate(v: &mut Value, rng: &mut Rng) {
+        const KEYS: &[&str] = &[
+            "spec",
+            "status",
+            "metadata",
+            "labels",
+            "containers",
+            "name",
+            "image",
+            "ports",
+            "nodeName",
+            "conditions",
+            "managedFields",
+            "securityContext",
+            "x",
+        ];
+        let stop = rng.below(4) == 0;
+        match v {
+            Value::Object(m) if !m.is_empty() && !stop => {
+                let i = rng.below(m.len());
+                if let Some(k) = m.keys().nth(i).cloned() {
+                    match rng.below(8) {
+                        0 => {
+                            m.remove(&k);
+                        }
+                        _ => {
+                            if let Some(child) = m.get_mut(&k) {
+                                mutate(child, rng);
+                            }
+                        }
+                    }
+                }
+            }
+            Value::Array(a) if !a.is_empty() && !stop => {
+                let i = rng.below(a.len());
+                match rng.below(6) {
+                    0 => {
+                        a.remove(i);
+                    }
+                    1 => {
+                        let c = a[i].clone();
+                        a.push(c);
+                    }
+                    _ => mutate(&mut a[i], rng),
+                }
+            }
+            _ => {
+                *v = match rng.below(8) {
+                    0 => Value::Null,
+                    1 => json!({}),
+                    2 => json!([]),
+                    3 => json!("s"),
+                    4 => json!(0),
+                    5 => json!({KEYS[rng.below(KEYS.len())]: "v"}),
+                    6 => json!([{"name": "a", "image": "i"}]),
+                    _ => json!(true),
+                };
+            }
+        }
+    }
+
+    fn pod_schema() -> ObjectSchema<'static> {
+        let schemas = api::schema::builtin();
+        let name = schemas.definition_for("", "v1", "Pod").unwrap();
+        ObjectSchema::builtin(schemas.get(name).unwrap(), schemas)
+    }
+
+    fn fuzz(s: &ObjectSchema<'_>, seed: u64, rounds: usize) {
+        let mut rng = Rng(seed);
+        let objects: Vec<Value> = table().into_iter().map(|(_, v)| v).collect();
+        for round in 0..rounds {
+            let mut l = objects[rng.below(objects.len())].clone();
+            let mut r = l.clone();
+            for _ in 0..=rng.below(3) {
+                mutate(&mut l, &mut rng);
+            }
+            for _ in 0..=rng.below(3) {
+                mutate(&mut r, &mut rng);
+            }
+            check(s, &l, &r, &format!("round {round}"));
+        }
+    }
+
+    #[test]
+    fn pods_table() {
+        let s = pod_schema();
+        let objects = table();
+        for (ln, l) in &objects {
+            for (rn, r) in &objects {
+                check(&s, l, r, &format!("{ln} → {rn}"));
+            }
+        }
+    }
+
+    #[test]
+    fn pods_fuzzed() {
+        fuzz(&pod_schema(), 1, 1500);
+    }
+
+    #[test]
+    fn custom_and_schemaless_fuzzed() {
+        let root = json!({"type": "object", "properties": {
+            "apiVersion": {"type": "string"}, "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": {
+                "containers": {"type": "array", "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["name"],
+                    "items": {"type": "object", "properties": {"name": {"type": "string"}, "image": {"type": "string"}}}},
+                "nodeName": {"type": "string"}
+            }},
+            "status": {"type": "object", "additionalProperties": {"type": "string"}}
+        }});
+        let none = NoDefs;
+        let custom = ObjectSchema::custom(&root, &none);
+        fuzz(&custom, 2, 800);
+        fuzz(&ObjectSchema::deduced(), 3, 800);
     }
 }

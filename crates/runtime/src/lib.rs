@@ -14,12 +14,18 @@
 //!   `coordination.k8s.io/v1` Lease, so one of several replicas runs the controllers; the
 //!   decision is pure ([`leaderelection::decide`]), the Lease is read and written through
 //!   [`leaderelection::LeaseClient`].
+//! - [`connect::ClientSource`]: how a component makes its API clients, over HTTPS from a
+//!   kubeconfig or through an in-process [`connect::Connector`] to an API server in the
+//!   same process, with the same identity either way.
 
+pub mod connect;
 pub mod events;
 pub mod expectations;
 pub mod leaderelection;
 pub mod ratelimit;
 pub mod workqueue;
+
+pub use connect::{ClientSource, Connector, Identity};
 
 /// The runtime's errors: writing events through an [`events::Sink`], Leases through a
 /// [`leaderelection::LeaseClient`].
@@ -50,6 +56,10 @@ pub enum Error {
     /// A kubeconfig that cannot be read or used.
     #[error("kubeconfig {path}: {message}")]
     Kubeconfig { path: String, message: String },
+    /// An identity the in-process transport cannot present (e.g. a certificate that is
+    /// not PEM).
+    #[error("in-process client: {0}")]
+    InProcess(String),
 }
 
 /// A client of the API server from a kubeconfig file (its current context): what every

@@ -297,7 +297,9 @@ pub(super) async fn list(
             filtered,
         )
         .await?
-    } else if limit > 0 && rv.is_none() {
+    } else if (limit > 0 && rv.is_none()) || !r.cacher.is_cached() {
+        // Uncached resources (Events) always list from the store, at its latest revision
+        // (never older than any resourceVersion a client saw).
         list_from_store(
             srv,
             r,
@@ -378,12 +380,7 @@ fn list_response(
     if !needs_values {
         // Splice the cached bytes: no parsing, no re-serialization.
         let mut out = BytesMut::with_capacity(
-            listed
-                .items
-                .iter()
-                .map(|o| o.bytes.len() + 1)
-                .sum::<usize>()
-                + 256,
+            listed.items.iter().map(|o| o.body.len() + 1).sum::<usize>() + 256,
         );
         out.extend_from_slice(
             format!(
@@ -398,7 +395,7 @@ fn list_response(
             if i > 0 {
                 out.extend_from_slice(b",");
             }
-            out.extend_from_slice(&o.bytes);
+            out.extend_from_slice(&o.json());
         }
         out.extend_from_slice(b"]}");
         return Ok(super::bytes_response(StatusCode::OK, out.freeze()));
@@ -502,9 +499,10 @@ fn encode_event(
 ) -> Result<Bytes, ApiError> {
     let plain = accept == Accept::Json && !convert::needs_conversion(&r.info);
     if plain {
-        let mut out = BytesMut::with_capacity(obj.bytes.len() + 32);
+        let json = obj.json();
+        let mut out = BytesMut::with_capacity(json.len() + 32);
         out.extend_from_slice(format!("{{\"type\":\"{}\",\"object\":", kind.as_str()).as_bytes());
-        out.extend_from_slice(&obj.bytes);
+        out.extend_from_slice(&json);
         out.extend_from_slice(b"}\n");
         return Ok(out.freeze());
     }
@@ -611,51 +609,41 @@ pub(super) async fn watch(
         }
     };
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, Infallible>>(64);
-    match r.cacher.watch(from, pred, &under, bookmarks, send_initial) {
-        Err(too_old) => {
-            let e = ApiError::gone(format!(
-                "too old resource version: {} ({})",
-                too_old.requested, too_old.oldest
-            ));
-            let _ = tx.try_send(Ok(Frame::data(error_event(&e))));
-        }
-        Ok(mut events) => {
-            let r = Arc::clone(r);
-            let query = query.clone();
-            srv.metrics.watch_started(&r.info);
-            let srv = Arc::clone(srv);
-            tokio::spawn(async move {
-                let deadline = tokio::time::Instant::now() + timeout;
-                let mut first = true;
-                loop {
-                    let msg = tokio::select! {
-                        m = events.recv() => m,
-                        _ = tokio::time::sleep_until(deadline) => None,
-                        _ = tx.closed() => None,
-                    };
-                    let Some(msg) = msg else { break };
-                    let frame = match msg {
-                        WatchMsg::Event(kind, obj) => {
-                            match encode_event(&r, kind, &obj, accept, &query, &mut first) {
-                                Ok(b) => b,
-                                Err(e) => error_event(&e),
-                            }
-                        }
-                        WatchMsg::Bookmark(rv) => bookmark_event(&r, rv, false),
-                        WatchMsg::InitialEventsEnd(rv) => bookmark_event(&r, rv, true),
-                        WatchMsg::Error(e) => {
-                            let _ = tx.send(Ok(Frame::data(error_event(&e)))).await;
-                            break;
-                        }
-                    };
-                    if tx.send(Ok(Frame::data(frame))).await.is_err() {
-                        break;
+    let mut events = r.cacher.watch(from, pred, &under, bookmarks, send_initial);
+    let r = Arc::clone(r);
+    let query = query.clone();
+    srv.metrics.watch_started(&r.info);
+    let srv = Arc::clone(srv);
+    tokio::spawn(async move {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut first = true;
+        loop {
+            let msg = tokio::select! {
+                m = events.recv() => m,
+                _ = tokio::time::sleep_until(deadline) => None,
+                _ = tx.closed() => None,
+            };
+            let Some(msg) = msg else { break };
+            let frame = match msg {
+                WatchMsg::Event(kind, obj) => {
+                    match encode_event(&r, kind, &obj, accept, &query, &mut first) {
+                        Ok(b) => b,
+                        Err(e) => error_event(&e),
                     }
                 }
-                srv.metrics.watch_ended(&r.info);
-            });
+                WatchMsg::Bookmark(rv) => bookmark_event(&r, rv, false),
+                WatchMsg::InitialEventsEnd(rv) => bookmark_event(&r, rv, true),
+                WatchMsg::Error(e) => {
+                    let _ = tx.send(Ok(Frame::data(error_event(&e)))).await;
+                    break;
+                }
+            };
+            if tx.send(Ok(Frame::data(frame))).await.is_err() {
+                break;
+            }
         }
-    }
+        srv.metrics.watch_ended(&r.info);
+    });
     let body: Body =
         StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(rx)).boxed_unsync();
     let mut resp = Response::new(body);

@@ -235,16 +235,13 @@ async fn wait_initialized(r: &Arc<Resource>, created: &Value) -> Result<Value, A
         .and_then(|v| v.parse::<i64>().ok())
         .unwrap_or(0);
     let wanted = key.clone();
-    let mut events = r
-        .cacher
-        .watch(
-            Some(rv),
-            Arc::new(move |o: &CachedObject| o.key == wanted),
-            &key,
-            false,
-            false,
-        )
-        .map_err(|_| ApiError::internal("the watch cache no longer holds the created object"))?;
+    let mut events = r.cacher.watch(
+        Some(rv),
+        Arc::new(move |o: &CachedObject| o.key() == wanted),
+        &key,
+        false,
+        false,
+    );
     let failed = |obj: &Value| {
         api::kinds::initializers::failure(obj).map(|status| {
             let code = status["code"]
@@ -695,19 +692,23 @@ pub(super) async fn delete_collection(
         }
         crate::selectors::all_of(preds)
     };
-    r.cacher
-        .sync(std::time::Duration::from_secs(3))
+    let (items, rv) = r
+        .cacher
+        .list_current(
+            &*pred,
+            &r.info.list_prefix(ns),
+            std::time::Duration::from_secs(3),
+        )
         .await
         .map_err(|e| crate::registry::store_error(r, "", e))?;
-    let (items, rv) = r.cacher.list(&*pred, &r.info.list_prefix(ns));
     let mut deleted = Vec::new();
     for o in items {
         match srv
             .registry
             .delete(
                 r,
-                (!o.namespace.is_empty()).then_some(o.namespace.as_str()),
-                &o.name,
+                (!o.namespace().is_empty()).then_some(o.namespace()),
+                o.name(),
                 &opts,
                 &wopts,
             )

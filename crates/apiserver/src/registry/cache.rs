@@ -7,7 +7,7 @@
 //! that cannot keep up is closed (its client re-watches), never blocking the others.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -16,44 +16,155 @@ use serde_json::Value;
 use store::{Backend, Event, ListOptions, Revision, StoreError, WatchOptions};
 use tokio::sync::{mpsc, watch};
 
+use super::packed::{Body, Packer};
 use super::stored::with_resource_version;
 
 /// Extracts the selectable fields of an object (`metadata.name`, `spec.nodeName`, …).
 pub type FieldsFn = Arc<dyn Fn(&Value) -> Vec<(String, String)> + Send + Sync>;
 
-/// One object as the cache holds it.
+/// What filters need of a cached object: its key, namespace, name, labels and selectable
+/// fields, packed into one string and one offset table (two allocations per object rather
+/// than two per label and per field, so a cached pod's index costs ~0.5 KB, not ~1.5 KB).
+/// Fields with an empty value are left out: a field selector reads a missing field as `""`.
 #[derive(Debug)]
-pub struct CachedObject {
-    pub key: String,
-    pub rv: Revision,
-    /// The JSON object including its `metadata.resourceVersion`.
-    pub bytes: Bytes,
-    pub namespace: String,
-    pub name: String,
-    pub labels: Vec<(String, String)>,
-    pub fields: Vec<(String, String)>,
+pub struct Meta {
+    text: Box<str>,
+    /// The end of each part in `text`: key, namespace, name, then a key and a value per
+    /// label, then a name and a value per field.
+    ends: Box<[u32]>,
+    labels: u32,
     /// Initializers are still pending: hidden unless the request includes uninitialized
     /// objects.
     pub uninitialized: bool,
 }
 
-impl CachedObject {
+impl Meta {
+    pub fn new<'a>(
+        key: &str,
+        namespace: &str,
+        name: &str,
+        labels: impl IntoIterator<Item = (&'a str, &'a str)>,
+        fields: impl IntoIterator<Item = (&'a str, &'a str)>,
+        uninitialized: bool,
+    ) -> Meta {
+        let mut text = String::with_capacity(key.len() + namespace.len() + name.len() + 64);
+        let mut ends = Vec::with_capacity(16);
+        let mut push = |s: &str| {
+            text.push_str(s);
+            ends.push(u32::try_from(text.len()).unwrap_or(u32::MAX));
+        };
+        push(key);
+        push(namespace);
+        push(name);
+        let mut n = 0u32;
+        for (k, v) in labels {
+            push(k);
+            push(v);
+            n += 1;
+        }
+        for (k, v) in fields {
+            if !v.is_empty() {
+                push(k);
+                push(v);
+            }
+        }
+        Meta {
+            text: text.into_boxed_str(),
+            ends: ends.into_boxed_slice(),
+            labels: n,
+            uninitialized,
+        }
+    }
+
+    fn part(&self, i: usize) -> &str {
+        let start = match i {
+            0 => 0,
+            _ => self.ends.get(i - 1).copied().unwrap_or(0),
+        };
+        let end = self.ends.get(i).copied().unwrap_or(start);
+        self.text
+            .get(start as usize..end as usize)
+            .unwrap_or_default()
+    }
+
+    fn pairs(&self, from: usize, to: usize) -> impl Iterator<Item = (&str, &str)> {
+        (from..to)
+            .step_by(2)
+            .map(move |i| (self.part(i), self.part(i + 1)))
+    }
+
+    /// The storage key.
+    pub fn key(&self) -> &str {
+        self.part(0)
+    }
+
+    /// `""` for a cluster-scoped object.
+    pub fn namespace(&self) -> &str {
+        self.part(1)
+    }
+
+    pub fn name(&self) -> &str {
+        self.part(2)
+    }
+
+    pub fn labels(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.pairs(3, 3 + 2 * self.labels as usize)
+    }
+
+    pub fn fields(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.pairs(3 + 2 * self.labels as usize, self.ends.len())
+    }
+
     pub fn label(&self, key: &str) -> Option<&str> {
-        self.labels
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+        self.labels().find(|(k, _)| *k == key).map(|(_, v)| v)
     }
 
     pub fn field(&self, key: &str) -> Option<&str> {
-        self.fields
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+        self.fields().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+
+    /// Heap bytes held (for the cache's size metrics).
+    pub fn heap_bytes(&self) -> usize {
+        self.text.len() + 4 * self.ends.len()
+    }
+}
+
+/// One object as the cache holds it.
+#[derive(Debug)]
+pub struct CachedObject {
+    pub rv: Revision,
+    /// The JSON object including its `metadata.resourceVersion` (compressed in big
+    /// caches); empty in the history's copy of a superseded object, which only selectors
+    /// read.
+    pub body: Body,
+    pub meta: Arc<Meta>,
+}
+
+impl std::ops::Deref for CachedObject {
+    type Target = Meta;
+
+    fn deref(&self) -> &Meta {
+        &self.meta
+    }
+}
+
+impl CachedObject {
+    /// The object's JSON.
+    pub fn json(&self) -> Bytes {
+        self.body.json()
     }
 
     pub fn value(&self) -> Option<Value> {
-        serde_json::from_slice(&self.bytes).ok()
+        serde_json::from_slice(&self.json()).ok()
+    }
+
+    /// The same object without its bytes: what history keeps of a previous state.
+    fn selectable(&self) -> Arc<CachedObject> {
+        Arc::new(CachedObject {
+            rv: self.rv,
+            body: Body::Plain(Bytes::new()),
+            meta: Arc::clone(&self.meta),
+        })
     }
 }
 
@@ -64,21 +175,33 @@ pub fn make_object(
     rv: Revision,
     fields: &dyn Fn(&Value) -> Vec<(String, String)>,
 ) -> Arc<CachedObject> {
+    let (bytes, meta) = parse_object(key, raw, rv, fields);
+    Arc::new(CachedObject {
+        rv,
+        body: Body::Plain(bytes),
+        meta: Arc::new(meta),
+    })
+}
+
+/// The response bytes (stored bytes with `resourceVersion`) and the index of an object.
+fn parse_object(
+    key: &str,
+    raw: &[u8],
+    rv: Revision,
+    fields: &dyn Fn(&Value) -> Vec<(String, String)>,
+) -> (Bytes, Meta) {
     let bytes = with_resource_version(raw, rv);
     let value: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    let labels = api::meta::labels(&value)
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    Arc::new(CachedObject {
-        key: key.to_string(),
-        rv,
-        namespace: api::meta::namespace(&value).unwrap_or_default().to_string(),
-        name: api::meta::name(&value).unwrap_or_default().to_string(),
-        labels,
-        fields: fields(&value),
-        uninitialized: api::kinds::initializers::is_uninitialized(&value),
-        bytes,
-    })
+    let fields = fields(&value);
+    let meta = Meta::new(
+        key,
+        api::meta::namespace(&value).unwrap_or_default(),
+        api::meta::name(&value).unwrap_or_default(),
+        api::meta::labels(&value),
+        fields.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        api::kinds::initializers::is_uninitialized(&value),
+    );
+    (bytes, meta)
 }
 
 /// Watch event types.
@@ -140,14 +263,22 @@ struct State {
     revision: Revision,
     /// Recent events with the time they arrived, oldest first.
     events: VecDeque<(Instant, Arc<CacheEvent>)>,
+    /// The object bytes `events` hold (counted even while an object is also current).
+    history_bytes: usize,
+    /// What `objects` hold (see [`footprint`]).
+    object_bytes: usize,
     /// Events at or below this revision are no longer in `events`.
     window_floor: Revision,
     watchers: Vec<Watcher>,
     ready: bool,
 }
 
-/// Upstream keeps at least 75 s of history for resuming watches.
+/// History is kept for at most 75 s (upstream's window) and at most `HISTORY_BYTES` of
+/// objects, but always the last `MIN_EVENTS`. A watch resuming from further back is served
+/// from the store's own history (kept until the compactor's 5-minute passes) until it has
+/// caught up, then joins the cache: so the window can be small without clients relisting.
 const EVENT_WINDOW: Duration = Duration::from_secs(75);
+const HISTORY_BYTES: usize = 8 << 20;
 const MAX_EVENTS: usize = 10_000;
 const MIN_EVENTS: usize = 100;
 const WATCHER_BUFFER: usize = 1024;
@@ -157,6 +288,9 @@ const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
 /// The cache of one storage prefix.
 pub struct Cacher {
     prefix: String,
+    /// `false`: nothing is held; lists and watches go to the store (upstream serves Events
+    /// this way: their watch cache size is 0).
+    cached: bool,
     store: Arc<dyn Backend>,
     fields: FieldsFn,
     state: Mutex<State>,
@@ -164,34 +298,16 @@ pub struct Cacher {
     /// Bumped whenever the set of cached objects changes (not on progress notifications),
     /// so consumers re-derive what they parsed from the cache only when needed.
     generation_tx: watch::Sender<u64>,
-}
-
-/// A watch resuming too far back.
-#[derive(Debug)]
-pub struct TooOld {
-    pub requested: Revision,
-    pub oldest: Revision,
+    /// Compresses objects once the cache holds [`packed::MIN_OBJECTS`].
+    packer: Mutex<Packer>,
+    /// How many objects the cache holds (read without the state lock).
+    held: std::sync::atomic::AtomicUsize,
 }
 
 impl Cacher {
     /// Creates the cache and starts feeding it from the store.
     pub fn start(store: Arc<dyn Backend>, prefix: String, fields: FieldsFn) -> Arc<Cacher> {
-        let (revision_tx, _) = watch::channel(0);
-        let cacher = Arc::new(Cacher {
-            prefix,
-            store,
-            fields,
-            state: Mutex::new(State {
-                objects: BTreeMap::new(),
-                revision: 0,
-                events: VecDeque::new(),
-                window_floor: 0,
-                watchers: Vec::new(),
-                ready: false,
-            }),
-            revision_tx,
-            generation_tx: watch::channel(0).0,
-        });
+        let cacher = Self::new(store, prefix, fields, true);
         let weak = Arc::downgrade(&cacher);
         tokio::spawn(async move {
             let mut backoff = Duration::from_millis(100);
@@ -212,6 +328,40 @@ impl Cacher {
         cacher
     }
 
+    /// A prefix served from the store without a cache.
+    pub fn uncached(store: Arc<dyn Backend>, prefix: String, fields: FieldsFn) -> Arc<Cacher> {
+        Self::new(store, prefix, fields, false)
+    }
+
+    fn new(store: Arc<dyn Backend>, prefix: String, fields: FieldsFn, cached: bool) -> Arc<Cacher> {
+        Arc::new(Cacher {
+            prefix,
+            cached,
+            store,
+            fields,
+            state: Mutex::new(State {
+                objects: BTreeMap::new(),
+                revision: 0,
+                events: VecDeque::new(),
+                history_bytes: 0,
+                object_bytes: 0,
+                window_floor: 0,
+                watchers: Vec::new(),
+                ready: !cached,
+            }),
+            revision_tx: watch::channel(0).0,
+            generation_tx: watch::channel(0).0,
+            packer: Mutex::new(Packer::default()),
+            held: std::sync::atomic::AtomicUsize::new(0),
+        })
+    }
+
+    /// Whether objects are held in memory (`false`: [`Cacher::list`] and [`Cacher::get`]
+    /// see nothing; use [`Cacher::list_current`]).
+    pub fn is_cached(&self) -> bool {
+        self.cached
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         match self.state.lock() {
             Ok(g) => g,
@@ -219,8 +369,19 @@ impl Cacher {
         }
     }
 
+    /// The object as the cache holds it: compressed once the cache is big.
     fn make(&self, key: &str, raw: &[u8], rv: Revision) -> Arc<CachedObject> {
-        make_object(key, raw, rv, &*self.fields)
+        let (plain, meta) = parse_object(key, raw, rv, &*self.fields);
+        let held = self.held.load(std::sync::atomic::Ordering::Relaxed);
+        let body = match self.packer.lock() {
+            Ok(mut p) => p.pack(plain, held),
+            Err(p) => p.into_inner().pack(plain, held),
+        };
+        Arc::new(CachedObject {
+            rv,
+            body,
+            meta: Arc::new(meta),
+        })
     }
 
     /// Lists the prefix, then applies the store's events until the store fails.
@@ -244,6 +405,8 @@ impl Cacher {
                     kv.key.clone(),
                     self.make(&kv.key, &kv.value, kv.mod_revision),
                 );
+                self.held
+                    .store(objects.len(), std::sync::atomic::Ordering::Relaxed);
             }
             start_after = page.kvs.last().map(|kv| kv.key.clone());
             if !page.more {
@@ -262,10 +425,12 @@ impl Cacher {
             .await?;
         {
             let mut st = self.lock();
+            st.object_bytes = objects.values().map(footprint).sum();
             st.objects = objects;
             st.revision = revision;
             st.window_floor = revision;
             st.events.clear();
+            st.history_bytes = 0;
             st.ready = true;
         }
         self.revision_tx.send_replace(revision);
@@ -288,19 +453,29 @@ impl Cacher {
     }
 
     fn apply(&self, ev: Event) {
-        let mut st = self.lock();
-        let event = match ev {
+        // Parsing and compressing happen before the state is locked.
+        let obj = match &ev {
             Event::Progress { revision } => {
-                if revision > st.revision {
-                    st.revision = revision;
+                let mut st = self.lock();
+                if *revision > st.revision {
+                    st.revision = *revision;
                     drop(st);
-                    self.revision_tx.send_replace(revision);
+                    self.revision_tx.send_replace(*revision);
                 }
                 return;
             }
+            Event::Put { kv, .. } => self.make(&kv.key, &kv.value, kv.mod_revision),
+            Event::Delete { revision, prev } => self.make(&prev.key, &prev.value, *revision),
+        };
+        let mut st = self.lock();
+        let event = match ev {
+            Event::Progress { .. } => return,
             Event::Put { kv, .. } => {
-                let obj = self.make(&kv.key, &kv.value, kv.mod_revision);
                 let prev = st.objects.insert(kv.key.clone(), Arc::clone(&obj));
+                st.object_bytes += footprint(&obj);
+                st.object_bytes = st
+                    .object_bytes
+                    .saturating_sub(prev.as_ref().map_or(0, footprint));
                 let kind = if prev.is_some() {
                     EventType::Modified
                 } else {
@@ -309,17 +484,19 @@ impl Cacher {
                 CacheEvent {
                     kind,
                     obj,
-                    prev,
+                    prev: prev.map(|p| p.selectable()),
                     rv: kv.mod_revision,
                 }
             }
             Event::Delete { revision, prev } => {
                 let old = st.objects.remove(&prev.key);
-                let obj = self.make(&prev.key, &prev.value, revision);
+                st.object_bytes = st
+                    .object_bytes
+                    .saturating_sub(old.as_ref().map_or(0, footprint));
                 CacheEvent {
                     kind: EventType::Deleted,
                     obj,
-                    prev: old,
+                    prev: old.map(|p| p.selectable()),
                     rv: revision,
                 }
             }
@@ -327,6 +504,9 @@ impl Cacher {
         let event = Arc::new(event);
         st.revision = st.revision.max(event.rv);
         dispatch(&mut st.watchers, &event);
+        st.history_bytes += event.obj.body.stored();
+        self.held
+            .store(st.objects.len(), std::sync::atomic::Ordering::Relaxed);
         st.events.push_back((Instant::now(), Arc::clone(&event)));
         let revision = st.revision;
         trim(&mut st);
@@ -361,6 +541,7 @@ impl Cacher {
             ))));
         }
         st.events.clear();
+        st.history_bytes = 0;
         st.window_floor = st.revision;
         st.ready = false;
     }
@@ -382,6 +563,9 @@ impl Cacher {
 
     /// Waits until the cache reflects the store up to `rev`; `false` on timeout.
     pub async fn wait_for(&self, rev: Revision, timeout: Duration) -> bool {
+        if !self.cached {
+            return true;
+        }
         let mut rx = self.revision_tx.subscribe();
         let ready = |st: &Self| st.lock().ready;
         let deadline = tokio::time::Instant::now() + timeout;
@@ -405,6 +589,9 @@ impl Cacher {
     /// read, as upstream's consistent list from cache).
     pub async fn sync(&self, timeout: Duration) -> Result<Revision, StoreError> {
         let current = self.store.current_revision().await?;
+        if !self.cached {
+            return Ok(current);
+        }
         if self.wait_for(current, timeout).await {
             Ok(self.revision())
         } else {
@@ -442,65 +629,61 @@ impl Cacher {
     ///
     /// - `from: None` — the current state as ADDED events, then changes (`initial` makes it
     ///   end the initial events with [`WatchMsg::InitialEventsEnd`]);
-    /// - `from: Some(rv)` — every change after `rv`, if the window still holds it.
+    /// - `from: Some(rv)` — every change after `rv`. From the cache's history when it still
+    ///   holds `rv`; otherwise from the store's history (a [`WatchMsg::Error`] with 410
+    ///   Gone if the store compacted it), joining the cache once caught up.
+    ///
+    /// An uncached prefix serves every watch from the store.
     pub fn watch(
-        &self,
+        self: &Arc<Self>,
         from: Option<Revision>,
         predicate: Predicate,
         under: &str,
         bookmarks: bool,
         initial_end_marker: bool,
-    ) -> Result<mpsc::Receiver<WatchMsg>, TooOld> {
-        let mut st = self.lock();
-        let mut backlog: Vec<WatchMsg> = Vec::new();
-        match from {
-            None => {
-                for obj in st
-                    .objects
-                    .range(under.to_string()..)
-                    .take_while(|(k, _)| k.starts_with(under))
-                    .map(|(_, o)| o)
-                {
-                    if predicate(obj) {
-                        backlog.push(WatchMsg::Event(EventType::Added, Arc::clone(obj)));
-                    }
-                }
-                if initial_end_marker {
-                    backlog.push(WatchMsg::InitialEventsEnd(st.revision));
-                }
-            }
-            Some(rv) => {
-                if rv < st.window_floor {
-                    return Err(TooOld {
-                        requested: rv,
-                        oldest: st.window_floor + 1,
-                    });
-                }
-                for (_, ev) in st.events.iter().filter(|(_, e)| e.rv > rv) {
-                    if !ev.obj.key.starts_with(under) {
-                        continue;
-                    }
-                    if let Some(kind) = translate(ev, &*predicate) {
-                        backlog.push(WatchMsg::Event(kind, Arc::clone(&ev.obj)));
-                    }
-                }
+    ) -> mpsc::Receiver<WatchMsg> {
+        let scoped = scoped(predicate, under);
+        if self.cached {
+            let mut st = self.lock();
+            if from.is_none_or(|rv| rv >= st.window_floor) {
+                return register(&mut st, from, scoped, under, bookmarks, initial_end_marker);
             }
         }
-        let (tx, rx) = mpsc::channel(WATCHER_BUFFER.max(backlog.len() + 16));
-        for msg in backlog {
-            // The channel was sized to hold the backlog.
-            let _ = tx.try_send(msg);
-        }
-        let under = under.to_string();
-        let scoped: Predicate =
-            Arc::new(move |o: &CachedObject| o.key.starts_with(&under) && predicate(o));
-        st.watchers.push(Watcher {
+        let (tx, rx) = mpsc::channel(WATCHER_BUFFER);
+        let feed = StoreWatch {
+            cacher: Arc::downgrade(self),
+            store: Arc::clone(&self.store),
+            fields: Arc::clone(&self.fields),
+            under: under.to_string(),
             predicate: scoped,
-            tx,
             bookmarks,
-            last_bookmark: Instant::now(),
-        });
-        Ok(rx)
+            tx,
+        };
+        tokio::spawn(feed.run(from, initial_end_marker));
+        rx
+    }
+
+    /// The current objects matching `predicate` under `under`, read from the store for an
+    /// uncached prefix, after a consistent sync for a cached one.
+    pub async fn list_current(
+        &self,
+        predicate: &(dyn Fn(&CachedObject) -> bool + Send + Sync),
+        under: &str,
+        timeout: Duration,
+    ) -> Result<(Vec<Arc<CachedObject>>, Revision), StoreError> {
+        if self.cached {
+            self.sync(timeout).await?;
+            return Ok(self.list(predicate, under));
+        }
+        let mut items = Vec::new();
+        let revision = list_store(&*self.store, under, &*self.fields, |obj| {
+            if predicate(&obj) {
+                items.push(obj);
+            }
+            std::future::ready(true)
+        })
+        .await?;
+        Ok((items, revision))
     }
 
     pub fn watcher_count(&self) -> usize {
@@ -510,12 +693,322 @@ impl Cacher {
     pub fn object_count(&self) -> usize {
         self.lock().objects.len()
     }
+
+    /// What the cache holds: current objects and their bytes (JSON, compressed in big
+    /// caches, plus the selector index), history events and their object bytes.
+    pub fn sizes(&self) -> CacheSizes {
+        let dict_bytes = match self.packer.lock() {
+            Ok(p) => p.dict_bytes(),
+            Err(p) => p.into_inner().dict_bytes(),
+        };
+        let st = self.lock();
+        CacheSizes {
+            dict_bytes,
+            objects: st.objects.len(),
+            object_bytes: st.object_bytes,
+            events: st.events.len(),
+            history_bytes: st.history_bytes,
+        }
+    }
 }
 
-/// Keeps at least `EVENT_WINDOW` of events (between `MIN_EVENTS` and `MAX_EVENTS`).
+/// See [`Cacher::sizes`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CacheSizes {
+    /// The compression dictionary's size (0: objects are not compressed).
+    pub dict_bytes: usize,
+    pub objects: usize,
+    pub object_bytes: usize,
+    pub events: usize,
+    pub history_bytes: usize,
+}
+
+/// The heap bytes one current object costs the cache.
+fn footprint(o: &Arc<CachedObject>) -> usize {
+    o.body.stored() + o.heap_bytes() + o.key().len()
+}
+
+/// `predicate` limited to keys under `under`.
+fn scoped(predicate: Predicate, under: &str) -> Predicate {
+    let under = under.to_string();
+    Arc::new(move |o: &CachedObject| o.key().starts_with(&under) && predicate(o))
+}
+
+/// Registers a watcher on the cache, with its backlog: the current objects (`from: None`)
+/// or the history after `from` (which the caller checked the window still holds).
+fn register(
+    st: &mut State,
+    from: Option<Revision>,
+    predicate: Predicate,
+    under: &str,
+    bookmarks: bool,
+    initial_end_marker: bool,
+) -> mpsc::Receiver<WatchMsg> {
+    let mut backlog: Vec<WatchMsg> = Vec::new();
+    match from {
+        None => {
+            for obj in st
+                .objects
+                .range(under.to_string()..)
+                .take_while(|(k, _)| k.starts_with(under))
+                .map(|(_, o)| o)
+            {
+                if predicate(obj) {
+                    backlog.push(WatchMsg::Event(EventType::Added, Arc::clone(obj)));
+                }
+            }
+            if initial_end_marker {
+                backlog.push(WatchMsg::InitialEventsEnd(st.revision));
+            }
+        }
+        Some(rv) => {
+            for (_, ev) in st.events.iter().filter(|(_, e)| e.rv > rv) {
+                if let Some(kind) = translate(ev, &*predicate) {
+                    backlog.push(WatchMsg::Event(kind, Arc::clone(&ev.obj)));
+                }
+            }
+        }
+    }
+    let (tx, rx) = mpsc::channel(WATCHER_BUFFER.max(backlog.len() + 16));
+    for msg in backlog {
+        // The channel was sized to hold the backlog.
+        let _ = tx.try_send(msg);
+    }
+    st.watchers.push(Watcher {
+        predicate,
+        tx,
+        bookmarks,
+        last_bookmark: Instant::now(),
+    });
+    rx
+}
+
+/// Reads every key under `under` at one revision, page by page, handing each object to
+/// `each` (which returns `false` to stop); returns the revision read at.
+async fn list_store<F, Fut>(
+    store: &dyn Backend,
+    under: &str,
+    fields: &(dyn Fn(&Value) -> Vec<(String, String)> + Send + Sync),
+    mut each: F,
+) -> Result<Revision, StoreError>
+where
+    F: FnMut(Arc<CachedObject>) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let mut revision = 0;
+    let mut start_after: Option<String> = None;
+    loop {
+        let page = store
+            .list(ListOptions {
+                prefix: under.to_string(),
+                start_after: start_after.take(),
+                limit: 1000,
+                revision,
+            })
+            .await?;
+        revision = page.revision;
+        start_after = page.kvs.last().map(|kv| kv.key.clone());
+        for kv in &page.kvs {
+            if !each(make_object(&kv.key, &kv.value, kv.mod_revision, fields)).await {
+                return Ok(revision);
+            }
+        }
+        if !page.more {
+            return Ok(revision);
+        }
+    }
+}
+
+/// A watch served from the store: for an uncached prefix, or one resuming from before the
+/// cache's history (which joins the cache once it has caught up).
+struct StoreWatch {
+    cacher: Weak<Cacher>,
+    store: Arc<dyn Backend>,
+    fields: FieldsFn,
+    under: String,
+    predicate: Predicate,
+    bookmarks: bool,
+    tx: mpsc::Sender<WatchMsg>,
+}
+
+impl StoreWatch {
+    async fn run(self, from: Option<Revision>, initial_end_marker: bool) {
+        let after = match from {
+            Some(rv) => rv,
+            None => {
+                let (tx, predicate) = (&self.tx, &self.predicate);
+                let listed = list_store(&*self.store, &self.under, &*self.fields, |obj| {
+                    let msg = predicate(&obj).then(|| WatchMsg::Event(EventType::Added, obj));
+                    async move {
+                        match msg {
+                            Some(m) => tx.send(m).await.is_ok(),
+                            None => true,
+                        }
+                    }
+                })
+                .await;
+                match listed {
+                    Ok(rev) => {
+                        if initial_end_marker {
+                            let _ = self.tx.send(WatchMsg::InitialEventsEnd(rev)).await;
+                        }
+                        rev
+                    }
+                    Err(e) => return self.fail(e).await,
+                }
+            }
+        };
+        self.follow(after).await;
+    }
+
+    async fn fail(&self, e: StoreError) {
+        let err = match e {
+            StoreError::Compacted {
+                requested,
+                compacted,
+                ..
+            } => api::ApiError::gone(format!(
+                "too old resource version: {requested} ({})",
+                compacted + 1
+            )),
+            other => api::ApiError::unavailable(other.to_string()),
+        };
+        let _ = self.tx.send(WatchMsg::Error(err)).await;
+    }
+
+    /// Streams the store's changes after `after` until the client goes, the store watch
+    /// ends, or the cache can take over.
+    async fn follow(self, mut after: Revision) {
+        let opts = WatchOptions {
+            progress_interval: Some(Duration::from_secs(5)),
+        };
+        let mut stream = match self.store.watch(&self.under, after, opts).await {
+            Ok(s) => s,
+            Err(e) => return self.fail(e).await,
+        };
+        // Progress notifications come once the backlog is out: the moments to try joining
+        // the cache (asked for every second, as a request made before the store's watch
+        // started would be lost).
+        let mut ask = tokio::time::interval(Duration::from_secs(1));
+        let mut last_bookmark = Instant::now();
+        loop {
+            let ev = tokio::select! {
+                ev = stream.next() => ev,
+                _ = self.tx.closed() => return,
+                _ = ask.tick(), if self.cached_parent() => {
+                    let _ = self.store.request_progress().await;
+                    continue;
+                }
+            };
+            let ev = match ev {
+                None => return,
+                Some(Err(e)) => return self.fail(e).await,
+                Some(Ok(ev)) => ev,
+            };
+            let fields = &*self.fields;
+            let event = match ev {
+                Event::Progress { revision } => {
+                    after = after.max(revision);
+                    if self.join_cache(after).await {
+                        return;
+                    }
+                    if self.bookmarks && last_bookmark.elapsed() >= BOOKMARK_EVERY {
+                        last_bookmark = Instant::now();
+                        if self.tx.send(WatchMsg::Bookmark(after)).await.is_err() {
+                            return;
+                        }
+                    }
+                    continue;
+                }
+                Event::Put { kv, prev } => {
+                    let kind = if prev.is_some() || kv.create_revision != kv.mod_revision {
+                        EventType::Modified
+                    } else {
+                        EventType::Added
+                    };
+                    CacheEvent {
+                        kind,
+                        obj: make_object(&kv.key, &kv.value, kv.mod_revision, fields),
+                        prev: prev.map(|p| make_object(&p.key, &p.value, p.mod_revision, fields)),
+                        rv: kv.mod_revision,
+                    }
+                }
+                Event::Delete { revision, prev } => CacheEvent {
+                    kind: EventType::Deleted,
+                    obj: make_object(&prev.key, &prev.value, revision, fields),
+                    prev: Some(make_object(
+                        &prev.key,
+                        &prev.value,
+                        prev.mod_revision,
+                        fields,
+                    )),
+                    rv: revision,
+                },
+            };
+            after = after.max(event.rv);
+            if let Some(kind) = translate(&event, &*self.predicate)
+                && self
+                    .tx
+                    .send(WatchMsg::Event(kind, event.obj))
+                    .await
+                    .is_err()
+            {
+                return;
+            }
+        }
+    }
+
+    fn cached_parent(&self) -> bool {
+        self.cacher.upgrade().is_some_and(|c| c.cached)
+    }
+
+    /// Hands the watch to the cache if it has reached `after` and its history still holds
+    /// it; then forwards the cache's messages until the client goes. `false`: not yet.
+    async fn join_cache(&self, after: Revision) -> bool {
+        let Some(cacher) = self.cacher.upgrade().filter(|c| c.cached) else {
+            return false;
+        };
+        if !cacher.wait_for(after, Duration::from_secs(1)).await {
+            return false;
+        }
+        let mut rx = {
+            let mut st = cacher.lock();
+            if after < st.window_floor || !st.ready {
+                return false;
+            }
+            register(
+                &mut st,
+                Some(after),
+                Arc::clone(&self.predicate),
+                &self.under,
+                self.bookmarks,
+                false,
+            )
+        };
+        drop(cacher);
+        loop {
+            let msg = tokio::select! {
+                m = rx.recv() => m,
+                _ = self.tx.closed() => return true,
+            };
+            match msg {
+                Some(m) => {
+                    if self.tx.send(m).await.is_err() {
+                        return true;
+                    }
+                }
+                None => return true,
+            }
+        }
+    }
+}
+
+/// Drops the oldest events beyond `EVENT_WINDOW`, `HISTORY_BYTES` or `MAX_EVENTS`, keeping
+/// at least `MIN_EVENTS`.
 fn trim(st: &mut State) {
     while st.events.len() > MIN_EVENTS
         && (st.events.len() > MAX_EVENTS
+            || st.history_bytes > HISTORY_BYTES
             || st
                 .events
                 .front()
@@ -523,6 +1016,7 @@ fn trim(st: &mut State) {
     {
         if let Some((_, old)) = st.events.pop_front() {
             st.window_floor = old.rv;
+            st.history_bytes = st.history_bytes.saturating_sub(old.obj.body.stored());
         }
     }
 }
@@ -599,15 +1093,13 @@ mod tests {
         assert_eq!(v["metadata"]["resourceVersion"], items[0].rv.to_string());
 
         let app_y: Predicate = Arc::new(|o| o.label("app") == Some("y"));
-        let mut w = c
-            .watch(
-                Some(rv),
-                Arc::clone(&app_y),
-                "/registry/configmaps/ns/",
-                false,
-                false,
-            )
-            .unwrap();
+        let mut w = c.watch(
+            Some(rv),
+            Arc::clone(&app_y),
+            "/registry/configmaps/ns/",
+            false,
+            false,
+        );
         let kv = store
             .get("/registry/configmaps/ns/a")
             .await
@@ -627,21 +1119,234 @@ mod tests {
         let second = w.recv().await.unwrap();
         assert!(matches!(second, WatchMsg::Event(EventType::Deleted, _)));
 
-        // Resuming from a revision replays; from before the window fails.
-        let mut again = c
-            .watch(
-                Some(rv),
-                Arc::clone(&all),
-                "/registry/configmaps/",
-                false,
-                false,
-            )
-            .unwrap();
+        // Resuming from a revision replays.
+        let mut again = c.watch(
+            Some(rv),
+            Arc::clone(&all),
+            "/registry/configmaps/",
+            false,
+            false,
+        );
         assert!(matches!(
             again.recv().await.unwrap(),
             WatchMsg::Event(EventType::Modified, _)
         ));
-        assert!(c.watch(Some(0), all, "/", false, false).is_err());
+    }
+
+    fn fields_of(v: &Value) -> Vec<(String, String)> {
+        ["phase", "nodeName"]
+            .iter()
+            .map(|f| {
+                let v = v["spec"][f].as_str().unwrap_or_default();
+                (format!("spec.{f}"), v.to_string())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn meta_packs_key_names_labels_and_non_empty_fields() {
+        let raw = serde_json::to_vec(&serde_json::json!({
+            "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "ns", "labels": {"a": "1", "b": ""}},
+            "spec": {"nodeName": "n1"},
+        }))
+        .unwrap();
+        let o = make_object("/registry/pods/ns/p", &raw, 7, &fields_of);
+        assert_eq!(
+            (o.key(), o.namespace(), o.name()),
+            ("/registry/pods/ns/p", "ns", "p")
+        );
+        assert_eq!(o.labels().collect::<Vec<_>>(), [("a", "1"), ("b", "")]);
+        assert_eq!(o.label("b"), Some(""));
+        assert_eq!(o.label("c"), None);
+        // An empty field is not kept: selectors read a missing field as "".
+        assert_eq!(o.fields().collect::<Vec<_>>(), [("spec.nodeName", "n1")]);
+        assert_eq!(o.field("spec.phase"), None);
+        assert!(!o.uninitialized);
+        let bare = Meta::new("k", "", "", [], [], true);
+        assert_eq!(
+            (bare.key(), bare.name(), bare.labels().count()),
+            ("k", "", 0)
+        );
+        assert!(bare.uninitialized);
+    }
+
+    async fn next_event(w: &mut mpsc::Receiver<WatchMsg>) -> (EventType, Arc<CachedObject>) {
+        loop {
+            match tokio::time::timeout(Duration::from_secs(10), w.recv()).await {
+                Ok(Some(WatchMsg::Event(k, o))) => return (k, o),
+                Ok(Some(WatchMsg::Bookmark(_))) => {}
+                other => panic!("expected an event, got {other:?}"),
+            }
+        }
+    }
+
+    /// Writes `n` big updates of one object, so the byte-bounded history forgets the
+    /// first ones; returns the revision before them.
+    async fn churn(store: &Arc<dyn Backend>, key: &str, n: usize) -> Revision {
+        let big = "x".repeat(200_000);
+        let mut kv = store.get(key).await.unwrap().unwrap();
+        let before = kv.mod_revision;
+        for i in 0..n {
+            let value = serde_json::to_vec(&serde_json::json!({
+                "metadata": {"name": "a", "namespace": "ns", "labels": {"i": i.to_string()}},
+                "data": {"big": big},
+            }))
+            .unwrap();
+            kv = store
+                .update(key, value.into(), kv.mod_revision, None)
+                .await
+                .unwrap();
+        }
+        before
+    }
+
+    #[tokio::test]
+    async fn history_is_bounded_by_bytes_and_older_resumes_come_from_the_store() {
+        let store: Arc<dyn Backend> = Arc::new(MemoryBackend::new());
+        let key = "/registry/configmaps/ns/a";
+        store.create(key, obj("a", "x"), None).await.unwrap();
+        let c = Cacher::start(
+            Arc::clone(&store),
+            "/registry/configmaps/".into(),
+            no_fields(),
+        );
+        c.sync(Duration::from_secs(5)).await.unwrap();
+        let from = churn(&store, key, 150).await;
+        c.sync(Duration::from_secs(5)).await.unwrap();
+        {
+            let st = c.lock();
+            assert_eq!(st.events.len(), MIN_EVENTS, "bounded by bytes");
+            assert!(st.history_bytes > HISTORY_BYTES);
+            assert!(st.window_floor > from);
+        }
+        // Resuming from before the window: every change, in order, from the store.
+        let all: Predicate = Arc::new(|_| true);
+        let mut w = c.watch(Some(from), all, "/registry/configmaps/", false, false);
+        for i in 0..150 {
+            let (kind, o) = next_event(&mut w).await;
+            assert_eq!(kind, EventType::Modified);
+            assert_eq!(o.label("i"), Some(i.to_string().as_str()));
+        }
+        // … then it joins the cache: a later change still arrives, once.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let kv = store.get(key).await.unwrap().unwrap();
+        store
+            .update(key, obj("a", "late"), kv.mod_revision, None)
+            .await
+            .unwrap();
+        let (_, o) = next_event(&mut w).await;
+        assert_eq!(o.label("app"), Some("late"));
+        assert_eq!(c.watcher_count(), 1, "the watch joined the cache");
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), w.recv())
+                .await
+                .is_err()
+        );
+        // Compacted history: 410 Gone, as upstream's "too old resource version".
+        store.compact(from + 10).await.unwrap();
+        let mut old = c.watch(Some(from), Arc::new(|_| true), "/", false, false);
+        match tokio::time::timeout(Duration::from_secs(5), old.recv()).await {
+            Ok(Some(WatchMsg::Error(e))) => {
+                assert_eq!(e.code, 410);
+                assert!(e.message.contains("too old resource version"), "{e:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn big_caches_compress_and_serve_the_same_json() {
+        let big = |name: &str, label: &str| {
+            bytes::Bytes::from(
+                serde_json::to_vec(&serde_json::json!({
+                    "apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": name, "namespace": "ns", "labels": {"app": label}},
+                    "data": {"config": "listen 80; server_name example; root /srv/www; ".repeat(8)},
+                }))
+                .unwrap(),
+            )
+        };
+        let store: Arc<dyn Backend> = Arc::new(MemoryBackend::new());
+        let n = super::super::packed::MIN_OBJECTS + 50;
+        for i in 0..n {
+            let name = format!("cm-{i:04}");
+            store
+                .create(
+                    &format!("/registry/configmaps/ns/{name}"),
+                    big(&name, "x"),
+                    None,
+                )
+                .await
+                .unwrap();
+        }
+        let c = Cacher::start(
+            Arc::clone(&store),
+            "/registry/configmaps/".into(),
+            no_fields(),
+        );
+        c.sync(Duration::from_secs(5)).await.unwrap();
+        // Written after the cache filled: compressed.
+        let kv = store
+            .create("/registry/configmaps/ns/late", big("late", "y"), None)
+            .await
+            .unwrap();
+        c.sync(Duration::from_secs(5)).await.unwrap();
+        let sizes = c.sizes();
+        assert!(sizes.dict_bytes > 0, "{sizes:?}");
+        let late = c.get("/registry/configmaps/ns/late").unwrap();
+        assert!(matches!(late.body, Body::Packed { .. }));
+        assert!(late.body.stored() < late.body.len());
+        assert_eq!(
+            late.json(),
+            with_resource_version(&kv.value, kv.mod_revision)
+        );
+        // Every listed object is its stored JSON with its resourceVersion.
+        let (items, _) = c.list(&|_| true, "/registry/configmaps/");
+        assert_eq!(items.len(), n + 1);
+        for o in &items {
+            let kv = store.get(o.key()).await.unwrap().unwrap();
+            assert_eq!(o.json(), with_resource_version(&kv.value, kv.mod_revision));
+        }
+        // A watch delivers the same JSON.
+        let mut w = c.watch(None, Arc::new(|o| o.name() == "late"), "/", false, false);
+        let (_, o) = next_event(&mut w).await;
+        assert_eq!(o.value().unwrap()["metadata"]["labels"]["app"], "y");
+    }
+
+    #[tokio::test]
+    async fn uncached_prefixes_list_and_watch_the_store() {
+        let store: Arc<dyn Backend> = Arc::new(MemoryBackend::new());
+        store
+            .create("/registry/events/ns/a", obj("a", "x"), None)
+            .await
+            .unwrap();
+        let c = Cacher::uncached(Arc::clone(&store), "/registry/events/".into(), no_fields());
+        assert!(!c.is_cached());
+        assert!(c.wait_for(1, Duration::from_millis(1)).await);
+        let (items, rv) = c
+            .list_current(&|_| true, "/registry/events/", Duration::from_secs(1))
+            .await
+            .unwrap();
+        assert_eq!(items.len(), 1);
+        assert!(rv >= items[0].rv);
+        assert_eq!(c.object_count(), 0, "nothing held");
+        let app_y: Predicate = Arc::new(|o| o.label("app") == Some("y"));
+        let mut w = c.watch(None, app_y, "/registry/events/", false, true);
+        assert!(matches!(
+            w.recv().await.unwrap(),
+            WatchMsg::InitialEventsEnd(r) if r >= rv
+        ));
+        store
+            .create("/registry/events/ns/b", obj("b", "y"), None)
+            .await
+            .unwrap();
+        let (kind, o) = next_event(&mut w).await;
+        assert_eq!((kind, o.name()), (EventType::Added, "b"));
+        let kv = store.get("/registry/events/ns/b").await.unwrap().unwrap();
+        store.delete(&kv.key, Some(kv.mod_revision)).await.unwrap();
+        let (kind, o) = next_event(&mut w).await;
+        assert_eq!((kind, o.name()), (EventType::Deleted, "b"));
     }
 
     #[tokio::test]

@@ -10,6 +10,7 @@ pub mod convert;
 pub mod custom;
 mod metacheck;
 mod namespaces;
+pub mod packed;
 pub mod services;
 pub mod stored;
 pub mod strategy;
@@ -27,7 +28,10 @@ use serde_json::{Value, json};
 use store::{Backend, Clock, StoreError};
 
 pub use admit::Write as AdmissionWrite;
-pub use cache::{CachedObject, Cacher, EventType, Predicate, WatchMsg};
+pub use cache::{CachedObject, Cacher, EventType, FieldsFn, Predicate, WatchMsg};
+
+/// Storage prefixes served without a watch cache (upstream's `DefaultWatchCacheSizes`).
+const UNCACHED: &[&str] = &["/registry/events"];
 pub use strategy::Strategy;
 
 use crate::authn::UserInfo;
@@ -259,11 +263,15 @@ impl Registry {
             };
             Arc::clone(cachers.entry(prefix.clone()).or_insert_with(|| {
                 let s = Arc::clone(&strategy);
-                Cacher::start(
-                    Arc::clone(&self.store),
-                    prefix,
-                    Arc::new(move |v: &Value| s.fields(v)),
-                )
+                let fields: FieldsFn = Arc::new(move |v: &Value| s.fields(v));
+                let store = Arc::clone(&self.store);
+                // As upstream's default watch cache sizes: Events (many, short-lived, read
+                // rarely) are served from the store.
+                if UNCACHED.contains(&info.storage_prefix.as_str()) {
+                    Cacher::uncached(store, prefix, fields)
+                } else {
+                    Cacher::start(store, prefix, fields)
+                }
             }))
         };
         Arc::new(Resource {
@@ -467,7 +475,7 @@ impl Registry {
             .and_then(|c| c.get("/registry/namespaces/").cloned())
             .and_then(|c| c.get(&key));
         let raw = match cached {
-            Some(o) => o.bytes.clone(),
+            Some(o) => o.json(),
             None => {
                 self.store
                     .get(&key)

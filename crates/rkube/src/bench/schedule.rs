@@ -104,7 +104,7 @@ pub(super) async fn client_for(kubeconfig: &std::path::Path) -> anyhow::Result<k
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         if kubeconfig.exists()
-            && let Ok(c) = controllers::run::client_from(kubeconfig).await
+            && let Ok(c) = runtime::client_from(kubeconfig).await
         {
             let req = http::Request::get("/readyz").body(Vec::new())?;
             if c.request_text(req).await.is_ok() {

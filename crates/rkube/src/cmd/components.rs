@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
+use runtime::ClientSource;
 
 /// `rkube controller-manager`.
 #[derive(clap::Args, Debug, Clone)]
@@ -150,13 +151,13 @@ fn host_name() -> String {
         .unwrap_or_else(|| "localhost".into())
 }
 
-/// Starts the scheduler with `kubeconfig`'s identity.
+/// Starts the scheduler with the identity of `source`'s kubeconfig.
 pub async fn start_scheduler(
-    kubeconfig: &Path,
+    source: &ClientSource,
     profiles: Vec<scheduler::framework::Profile>,
     metrics: Arc<scheduler::metrics::Metrics>,
 ) -> anyhow::Result<Arc<scheduler::run::Scheduler>> {
-    let client = controllers::run::client_from(kubeconfig).await?;
+    let client = controllers::run::client_from(source).await?;
     let recorder = runtime::events::Recorder::spawn(
         runtime::events::KubeSink::new(client.clone()),
         runtime::events::RecorderConfig::new("default-scheduler", host_name()),
@@ -171,7 +172,7 @@ pub async fn start_scheduler(
 pub async fn scheduler(args: SchedulerArgs) -> anyhow::Result<()> {
     let profiles = load_profiles(&args.options)?;
     run_scheduler(
-        &args.kubeconfig,
+        &ClientSource::kubeconfig(args.kubeconfig),
         profiles,
         Arc::default(),
         args.leader_elect,
@@ -182,29 +183,24 @@ pub async fn scheduler(args: SchedulerArgs) -> anyhow::Result<()> {
 
 /// The scheduler until `shutdown`, under leader election when `leader_elect`.
 pub async fn run_scheduler(
-    kubeconfig: &Path,
+    source: &ClientSource,
     profiles: Vec<scheduler::framework::Profile>,
     metrics: Arc<scheduler::metrics::Metrics>,
     leader_elect: bool,
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> anyhow::Result<()> {
     if !leader_elect {
-        let _s = start_scheduler(kubeconfig, profiles, metrics).await?;
+        let _s = start_scheduler(source, profiles, metrics).await?;
         shutdown.await;
         return Ok(());
     }
-    let path = kubeconfig.to_path_buf();
-    elected(
-        "kube-scheduler",
-        kubeconfig,
-        shutdown,
-        move |lost| async move {
-            match start_scheduler(&path, profiles, metrics).await {
-                Ok(_s) => lost.wait().await,
-                Err(e) => tracing::error!(error = %e, "the scheduler could not start"),
-            }
-        },
-    )
+    let owned = source.clone();
+    elected("kube-scheduler", source, shutdown, move |lost| async move {
+        match start_scheduler(&owned, profiles, metrics).await {
+            Ok(_s) => lost.wait().await,
+            Err(e) => tracing::error!(error = %e, "the scheduler could not start"),
+        }
+    })
     .await
 }
 
@@ -225,7 +221,7 @@ impl std::error::Error for LeaderLost {}
 /// and a supervisor starts it again as a follower.
 async fn elected<F, Fut>(
     lease: &str,
-    kubeconfig: &Path,
+    source: &ClientSource,
     shutdown: impl std::future::Future<Output = ()> + Send,
     work: F,
 ) -> anyhow::Result<()>
@@ -236,7 +232,7 @@ where
     use runtime::leaderelection::{
         KubeLeaseClient, LeaderElectionConfig, LeaderElector, RunOutcome,
     };
-    let client = controllers::run::client_from(kubeconfig).await?;
+    let client = controllers::run::client_from(source).await?;
     let identity = format!("{}_{}", host_name(), uuid::Uuid::new_v4());
     let mut config = LeaderElectionConfig::new("kube-system", lease, identity.clone());
     config.release_on_cancel = true;
@@ -265,7 +261,7 @@ pub fn check_controller_options(opts: &ControllerOptions) -> anyhow::Result<()> 
 pub async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<()> {
     check_controller_options(&args.options)?;
     run_controller_manager(
-        &args.kubeconfig,
+        &ClientSource::kubeconfig(args.kubeconfig),
         &args.options,
         args.leader_elect,
         super::server::shutdown_signal(),
@@ -275,26 +271,26 @@ pub async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<(
 
 /// The controller manager until `shutdown`, under leader election when `leader_elect`.
 pub async fn run_controller_manager(
-    kubeconfig: &Path,
+    source: &ClientSource,
     options: &ControllerOptions,
     leader_elect: bool,
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> anyhow::Result<()> {
     if !leader_elect {
         return tokio::select! {
-            r = run_controllers(kubeconfig, options) => r,
+            r = run_controllers(source, options) => r,
             () = shutdown => Ok(()),
         };
     }
-    let path = kubeconfig.to_path_buf();
+    let owned = source.clone();
     let opts = options.clone();
     elected(
         "kube-controller-manager",
-        kubeconfig,
+        source,
         shutdown,
         move |lost| async move {
             tokio::select! {
-                r = run_controllers(&path, &opts) => {
+                r = run_controllers(&owned, &opts) => {
                     if let Err(e) = r {
                         tracing::error!(error = %e, "the controller manager could not start");
                     }
@@ -310,29 +306,31 @@ pub async fn run_controller_manager(
 /// The controllers of the controller manager, as upstream's kube-controller-manager with
 /// `--use-service-account-credentials`: informers under the controller manager's
 /// identity, writes as each controller's service account.
-pub async fn run_controllers(kubeconfig: &Path, options: &ControllerOptions) -> anyhow::Result<()> {
+pub async fn run_controllers(
+    source: &ClientSource,
+    options: &ControllerOptions,
+) -> anyhow::Result<()> {
     use controllers::informers::Informer;
     use controllers::run::controller_client;
-    let reader = controllers::run::client_from(kubeconfig).await?;
-    let rs_writer = controller_client(&reader, kubeconfig, "replicaset-controller").await?;
-    let d_writer = controller_client(&reader, kubeconfig, "deployment-controller").await?;
-    let gc_writer = controller_client(&reader, kubeconfig, "generic-garbage-collector").await?;
-    let podgc_writer = controller_client(&reader, kubeconfig, "pod-garbage-collector").await?;
-    let node_writer = controller_client(&reader, kubeconfig, "node-controller").await?;
-    let ns_writer = controller_client(&reader, kubeconfig, "namespace-controller").await?;
-    let ep_writer = controller_client(&reader, kubeconfig, "endpoint-controller").await?;
-    let eps_writer = controller_client(&reader, kubeconfig, "endpointslice-controller").await?;
-    let sa_writer = controller_client(&reader, kubeconfig, "service-account-controller").await?;
-    let ca_writer = controller_client(&reader, kubeconfig, "root-ca-cert-publisher").await?;
-    let quota_writer = controller_client(&reader, kubeconfig, "resourcequota-controller").await?;
-    let pdb_writer = controller_client(&reader, kubeconfig, "disruption-controller").await?;
-    let root_ca = root_ca_pem(kubeconfig, options)?;
-    let job_writer = controller_client(&reader, kubeconfig, "job-controller").await?;
-    let cj_writer = controller_client(&reader, kubeconfig, "cronjob-controller").await?;
-    let ttl_writer =
-        controller_client(&reader, kubeconfig, "ttl-after-finished-controller").await?;
-    let ds_writer = controller_client(&reader, kubeconfig, "daemon-set-controller").await?;
-    let sts_writer = controller_client(&reader, kubeconfig, "statefulset-controller").await?;
+    let reader = controllers::run::client_from(source).await?;
+    let rs_writer = controller_client(&reader, source, "replicaset-controller").await?;
+    let d_writer = controller_client(&reader, source, "deployment-controller").await?;
+    let gc_writer = controller_client(&reader, source, "generic-garbage-collector").await?;
+    let podgc_writer = controller_client(&reader, source, "pod-garbage-collector").await?;
+    let node_writer = controller_client(&reader, source, "node-controller").await?;
+    let ns_writer = controller_client(&reader, source, "namespace-controller").await?;
+    let ep_writer = controller_client(&reader, source, "endpoint-controller").await?;
+    let eps_writer = controller_client(&reader, source, "endpointslice-controller").await?;
+    let sa_writer = controller_client(&reader, source, "service-account-controller").await?;
+    let ca_writer = controller_client(&reader, source, "root-ca-cert-publisher").await?;
+    let quota_writer = controller_client(&reader, source, "resourcequota-controller").await?;
+    let pdb_writer = controller_client(&reader, source, "disruption-controller").await?;
+    let root_ca = root_ca_pem(source.kubeconfig_path(), options)?;
+    let job_writer = controller_client(&reader, source, "job-controller").await?;
+    let cj_writer = controller_client(&reader, source, "cronjob-controller").await?;
+    let ttl_writer = controller_client(&reader, source, "ttl-after-finished-controller").await?;
+    let ds_writer = controller_client(&reader, source, "daemon-set-controller").await?;
+    let sts_writer = controller_client(&reader, source, "statefulset-controller").await?;
     tracing::info!(
         "controller manager: replicaset, deployment, garbage collector, pod garbage collector, namespace, endpoints, endpointslice, daemonset, statefulset, job, cronjob, ttl-after-finished, serviceaccount, root-ca, resourcequota, disruption, node IPAM and node lifecycle controllers started"
     );

@@ -46,6 +46,16 @@ pub struct ServerArgs {
     /// embedded one (a single server).
     #[arg(long, action = clap::ArgAction::Set)]
     pub leader_elect: Option<bool>,
+    /// Let the in-process controller manager and scheduler reach the API server over
+    /// loopback HTTPS, as separate processes do, instead of calling its request handler
+    /// directly (for comparisons and debugging).
+    #[arg(
+        long,
+        env = "RKUBE_COMPONENTS_OVER_HTTPS",
+        hide = true,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub components_over_https: bool,
     #[command(flatten)]
     pub node: super::agent::NodeOptions,
     #[command(flatten)]
@@ -310,39 +320,42 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
             let _ = rx.wait_for(|s| *s).await;
         }
     };
+    // The components in this process call the API server's handler directly, with the
+    // identities of their kubeconfigs (client certificates, then service-account tokens).
+    let connector: Arc<dyn runtime::Connector> =
+        Arc::new(InProcessConnector(Arc::clone(&running.server)));
+    let source = |file: &str| {
+        let kubeconfig = args.data_dir.join(file);
+        if args.components_over_https {
+            runtime::ClientSource::kubeconfig(kubeconfig)
+        } else {
+            runtime::ClientSource::in_process(kubeconfig, Arc::clone(&connector))
+        }
+    };
     if !args.disable_controller_manager {
-        let kubeconfig = args.data_dir.join("controller.kubeconfig");
+        let source = source("controller.kubeconfig");
         let options = args.controllers.clone();
         let stop = stopped();
         tokio::spawn(async move {
-            let r = super::components::run_controller_manager(
-                &kubeconfig,
-                &options,
-                leader_elect,
-                stop,
-            )
-            .await;
+            let r =
+                super::components::run_controller_manager(&source, &options, leader_elect, stop)
+                    .await;
             component_ended("controller manager", r);
         });
     }
     if !args.disable_scheduler {
-        let kubeconfig = args.data_dir.join("scheduler.kubeconfig");
+        let source = source("scheduler.kubeconfig");
         let stop = stopped();
         let metrics = Arc::new(scheduler::metrics::Metrics::default());
-        let source = Arc::clone(&metrics);
+        let rendered = Arc::clone(&metrics);
         running
             .server
             .metrics
-            .add_source(Arc::new(move || source.render()));
+            .add_source(Arc::new(move || rendered.render()));
         tokio::spawn(async move {
-            let r = super::components::run_scheduler(
-                &kubeconfig,
-                profiles,
-                metrics,
-                leader_elect,
-                stop,
-            )
-            .await;
+            let r =
+                super::components::run_scheduler(&source, profiles, metrics, leader_elect, stop)
+                    .await;
             component_ended("scheduler", r);
         });
     }
@@ -381,6 +394,24 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     tokio::time::sleep(Duration::from_millis(200)).await;
     running.stop().await;
     Ok(())
+}
+
+/// Clients of the API server in this process ([`apiserver::inprocess::InProcess`]): each
+/// request goes through the server's whole handler chain with the identity it presents.
+struct InProcessConnector(Arc<apiserver::Server>);
+
+impl runtime::Connector for InProcessConnector {
+    fn connect(&self, identity: &runtime::Identity) -> Result<kube::Client, runtime::Error> {
+        use apiserver::inprocess::InProcess;
+        let server = Arc::clone(&self.0);
+        let transport = match identity {
+            runtime::Identity::Certificate(pem) => InProcess::with_certificates(server, pem),
+            runtime::Identity::Token(token) => InProcess::with_token(server, token),
+        };
+        transport
+            .map(InProcess::client)
+            .map_err(|e| runtime::Error::InProcess(e.to_string()))
+    }
 }
 
 /// A component of the server stopped: a lost leader lease ends the process (as
