@@ -1228,8 +1228,16 @@ mod tests {
             assert_eq!(kind, EventType::Modified);
             assert_eq!(o.label("i"), Some(i.to_string().as_str()));
         }
-        // … then it joins the cache: a later change still arrives, once.
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        // … then it joins the cache (at the next progress report) …
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while c.watcher_count() == 0 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "never joined the cache"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // … and a later change still arrives, once.
         let kv = store.get(key).await.unwrap().unwrap();
         store
             .update(key, obj("a", "late"), kv.mod_revision, None)
@@ -1237,7 +1245,7 @@ mod tests {
             .unwrap();
         let (_, o) = next_event(&mut w).await;
         assert_eq!(o.label("app"), Some("late"));
-        assert_eq!(c.watcher_count(), 1, "the watch joined the cache");
+        assert_eq!(c.watcher_count(), 1);
         assert!(
             tokio::time::timeout(Duration::from_millis(300), w.recv())
                 .await
