@@ -79,11 +79,6 @@ impl ClientSource {
         &self.kubeconfig
     }
 
-    /// Whether clients reach an API server in this process.
-    pub fn is_in_process(&self) -> bool {
-        self.in_process.is_some()
-    }
-
     /// A client with the kubeconfig's identity.
     pub async fn client(&self) -> Result<kube::Client, Error> {
         match &self.in_process {
@@ -98,19 +93,13 @@ impl ClientSource {
         if let Some(connector) = &self.in_process {
             return connector.connect(&Identity::Token(token.to_string()));
         }
-        let fail = |e: &dyn std::fmt::Display| Error::Kubeconfig {
-            path: self.kubeconfig.display().to_string(),
-            message: e.to_string(),
-        };
-        let text = kube::config::Kubeconfig::read_from(&self.kubeconfig).map_err(|e| fail(&e))?;
-        let mut config = kube::Config::from_custom_kubeconfig(text, &Default::default())
-            .await
-            .map_err(|e| fail(&e))?;
-        config.auth_info = kube::config::AuthInfo {
-            token: Some(token.to_string().into()),
-            ..Default::default()
-        };
-        kube::Client::try_from(config).map_err(|e| fail(&e))
+        crate::client_with(&self.kubeconfig, |config| {
+            config.auth_info = kube::config::AuthInfo {
+                token: Some(token.to_string().into()),
+                ..Default::default()
+            };
+        })
+        .await
     }
 }
 

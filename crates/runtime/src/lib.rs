@@ -65,14 +65,24 @@ pub enum Error {
 /// A client of the API server from a kubeconfig file (its current context): what every
 /// component (controller manager, scheduler, kubelet, simulated nodes) connects with.
 pub async fn client_from(kubeconfig: &std::path::Path) -> Result<kube::Client, Error> {
+    client_with(kubeconfig, |_| {}).await
+}
+
+/// A client from the kubeconfig file's current context, after `adjust` changed its
+/// configuration (e.g. its credentials).
+pub(crate) async fn client_with(
+    kubeconfig: &std::path::Path,
+    adjust: impl FnOnce(&mut kube::Config),
+) -> Result<kube::Client, Error> {
     let fail = |e: &dyn std::fmt::Display| Error::Kubeconfig {
         path: kubeconfig.display().to_string(),
         message: e.to_string(),
     };
     let text = kube::config::Kubeconfig::read_from(kubeconfig).map_err(|e| fail(&e))?;
-    let config = kube::Config::from_custom_kubeconfig(text, &Default::default())
+    let mut config = kube::Config::from_custom_kubeconfig(text, &Default::default())
         .await
         .map_err(|e| fail(&e))?;
+    adjust(&mut config);
     kube::Client::try_from(config).map_err(|e| fail(&e))
 }
 
