@@ -1271,3 +1271,67 @@ fn events_are_served_from_the_store() {
         task.abort();
     });
 }
+
+/// Once a resource's watch cache holds 256 objects it keeps them compressed; what clients
+/// read (lists, gets, watches) is unchanged.
+#[test]
+fn compressed_watch_cache_serves_the_same_objects() {
+    let server = RkubeServer::start();
+    with_client(&server, |client| async move {
+        let ns = "kc-packed";
+        create_namespace(&client, ns).await;
+        let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+        let body = "server { listen 80; root /srv/www; } ".repeat(10);
+        for i in 0..300 {
+            let name = format!("cm-{i:03}");
+            let value = format!("{body}{i}");
+            api.create(
+                &PostParams::default(),
+                &config_map(&name, &[("n", &i.to_string())], &[("v", &value)]),
+            )
+            .await
+            .unwrap();
+        }
+        let listed = api.list(&ListParams::default()).await.unwrap();
+        let rv = listed.metadata.resource_version.clone().unwrap();
+        let ours: Vec<&ConfigMap> = listed
+            .items
+            .iter()
+            .filter(|c| c.name_any() != "kube-root-ca.crt")
+            .collect();
+        assert_eq!(ours.len(), 300);
+        for (i, cm) in ours.iter().enumerate() {
+            assert_eq!(cm.name_any(), format!("cm-{i:03}"));
+            assert_eq!(cm.data.as_ref().unwrap()["v"], format!("{body}{i}"));
+        }
+        // Written after the cache filled (so compressed), read back by get and watch.
+        let mut stream = api
+            .watch(&WatchParams::default().labels("n=late"), &rv)
+            .await
+            .unwrap()
+            .boxed();
+        let late = format!("{body}late");
+        api.create(
+            &PostParams::default(),
+            &config_map("late", &[("n", "late")], &[("v", &late)]),
+        )
+        .await
+        .unwrap();
+        assert_eq!(api.get("late").await.unwrap().data.unwrap()["v"], late);
+        assert_eq!(
+            next_events(&mut stream, 1).await,
+            [("ADDED".to_string(), "late".to_string(), late.clone())]
+        );
+        // The server says it compresses.
+        let metrics = client
+            .request_text(http::Request::get("/metrics").body(vec![]).unwrap())
+            .await
+            .unwrap();
+        let dict = metrics
+            .lines()
+            .find(|l| l.starts_with("rkube_watch_cache_dictionary_bytes{resource=\"configmaps\"}"))
+            .unwrap_or_else(|| panic!("no configmaps dictionary line in:\n{metrics}"));
+        let bytes: u64 = dict.rsplit(' ').next().unwrap().parse().unwrap();
+        assert!(bytes > 0, "{dict}");
+    });
+}
