@@ -38,6 +38,8 @@ pub struct InProcess {
     peer: Arc<Peer>,
     /// `Bearer <token>` for a token identity.
     authorization: Option<HeaderValue>,
+    /// The `User-Agent` of requests that set none (the component's name).
+    user_agent: Option<HeaderValue>,
 }
 
 impl std::fmt::Debug for InProcess {
@@ -45,6 +47,7 @@ impl std::fmt::Debug for InProcess {
         f.debug_struct("InProcess")
             .field("certificates", &self.peer.certs.len())
             .field("token", &self.authorization.is_some())
+            .field("user_agent", &self.user_agent)
             .finish()
     }
 }
@@ -65,6 +68,7 @@ impl InProcess {
             server,
             peer: Arc::new(Peer::new(certs, PEER_ADDR.into())),
             authorization: None,
+            user_agent: None,
         })
     }
 
@@ -77,7 +81,20 @@ impl InProcess {
             server,
             peer: Arc::new(Peer::new(Vec::new(), PEER_ADDR.into())),
             authorization: Some(value),
+            user_agent: None,
         })
+    }
+
+    /// Requests that set no `User-Agent` carry `agent`, as a component's HTTPS client
+    /// sends its own.
+    pub fn with_user_agent(mut self, agent: &str) -> Result<InProcess, Error> {
+        let value = HeaderValue::from_str(agent).map_err(|_| {
+            Error::Config(format!(
+                "in-process user agent {agent:?}: not a header value"
+            ))
+        })?;
+        self.user_agent = Some(value);
+        Ok(self)
     }
 
     /// A kube-rs client over this transport (default namespace `default`). Needs a Tokio
@@ -147,6 +164,7 @@ impl tower::Service<Request<kube::client::Body>> for InProcess {
         let server = Arc::clone(&self.server);
         let peer = Arc::clone(&self.peer);
         let authorization = self.authorization.clone();
+        let user_agent = self.user_agent.clone();
         Box::pin(async move {
             let (mut parts, body) = req.into_parts();
             // kube-rs sends request bodies whole (one frame); the handler applies the
@@ -154,6 +172,9 @@ impl tower::Service<Request<kube::client::Body>> for InProcess {
             let bytes = http_body_util::BodyExt::collect(body).await?.to_bytes();
             if let Some(value) = authorization {
                 parts.headers.insert(header::AUTHORIZATION, value);
+            }
+            if let Some(value) = user_agent {
+                parts.headers.entry(header::USER_AGENT).or_insert(value);
             }
             let span = tracing::info_span!("in_process", method = %parts.method);
             let req = Request::from_parts(parts, crate::http::bytes_body(bytes));

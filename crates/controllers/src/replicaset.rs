@@ -11,14 +11,13 @@
 //! - [`status`]: replicas, fully labeled, ready and available counts, observedGeneration
 //!   and the `ReplicaFailure` condition.
 
-use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use api::selector::LabelSelector;
 use serde_json::{Value, json};
 
-use crate::pods;
+use crate::pods::{Claimable, PodView};
 
 /// Upstream's `BurstReplicas`: the most pods created or deleted in one sync.
 pub const BURST_REPLICAS: usize = 500;
@@ -47,21 +46,32 @@ fn name(obj: &Value) -> &str {
     obj["metadata"]["name"].as_str().unwrap_or_default()
 }
 
-/// What a ReplicaSet does with the pods of its namespace.
-#[derive(Debug, Default)]
-pub struct Claim<'a> {
+/// What a ReplicaSet does with the pods of its namespace (or any owner with the objects
+/// it may own).
+#[derive(Debug)]
+pub struct Claim<'a, T: ?Sized = Value> {
     /// Pods it controls that match its selector (adopted ones included).
-    pub owned: Vec<&'a Value>,
+    pub owned: Vec<&'a T>,
     /// Orphans matching its selector: to be adopted (an ownerReferences patch with the
     /// pod's uid and resourceVersion as preconditions).
-    pub adopt: Vec<&'a Value>,
+    pub adopt: Vec<&'a T>,
     /// Pods it controls that no longer match: to be released.
-    pub release: Vec<&'a Value>,
+    pub release: Vec<&'a T>,
+}
+
+impl<T: ?Sized> Default for Claim<'_, T> {
+    fn default() -> Self {
+        Claim {
+            owned: Vec::new(),
+            adopt: Vec::new(),
+            release: Vec::new(),
+        }
+    }
 }
 
 /// Upstream's `ClaimPods`. A ReplicaSet being deleted adopts nothing (but keeps what it
 /// owns); pods being deleted are never adopted.
-pub fn claim<'a, P: Borrow<Value>>(rs: &Value, pods: &'a [P]) -> Claim<'a> {
+pub fn claim<'a, P: Claimable>(rs: &Value, pods: &'a [P]) -> Claim<'a, P> {
     let selector =
         LabelSelector::from_label_selector(&rs["spec"]["selector"]).unwrap_or_else(|_| {
             // An invalid selector matches nothing.
@@ -69,11 +79,11 @@ pub fn claim<'a, P: Borrow<Value>>(rs: &Value, pods: &'a [P]) -> Claim<'a> {
         });
     let deleting = !rs["metadata"]["deletionTimestamp"].is_null();
     let mut c = Claim::default();
+    let owner_uid = uid(rs);
     for pod in pods {
-        let pod: &Value = pod.borrow();
-        let matches = !selector.is_empty() && selector.matches_object(pod);
-        match pods::controller_of(pod) {
-            Some(owner) if owner["uid"] == uid(rs) => {
+        let matches = !selector.is_empty() && selector.matches(|k| pod.label(k));
+        match pod.controller_uid() {
+            Some(owner) if owner == owner_uid => {
                 if matches {
                     c.owned.push(pod);
                 } else if !deleting {
@@ -82,7 +92,7 @@ pub fn claim<'a, P: Borrow<Value>>(rs: &Value, pods: &'a [P]) -> Claim<'a> {
             }
             Some(_) => {}
             None => {
-                if matches && !deleting && pod["metadata"]["deletionTimestamp"].is_null() {
+                if matches && !deleting && !pod.being_deleted() {
                     c.owned.push(pod);
                     c.adopt.push(pod);
                 }
@@ -104,14 +114,8 @@ pub enum Manage {
 
 /// The ranking key of a pod for deletion (`ActivePodsWithRanks.Less`): smaller is deleted
 /// first.
-fn deletion_order(a: &Value, b: &Value, rank: &HashMap<String, usize>) -> Ordering {
-    let node = |p: &Value| {
-        p["spec"]["nodeName"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string()
-    };
-    let (na, nb) = (node(a), node(b));
+fn deletion_order<P: PodView + ?Sized>(a: &P, b: &P, rank: &HashMap<&str, usize>) -> Ordering {
+    let (na, nb) = (a.node_name(), b.node_name());
     // 1. Unassigned before assigned.
     if na != nb && (na.is_empty() || nb.is_empty()) {
         return if na.is_empty() {
@@ -121,7 +125,7 @@ fn deletion_order(a: &Value, b: &Value, rank: &HashMap<String, usize>) -> Orderi
         };
     }
     // 2. Pending < Unknown < Running.
-    let phase = |p: &Value| match p["status"]["phase"].as_str() {
+    let phase = |p: &P| match p.phase() {
         Some("Pending") | None => 0,
         Some("Unknown") => 1,
         Some("Running") => 2,
@@ -132,42 +136,39 @@ fn deletion_order(a: &Value, b: &Value, rank: &HashMap<String, usize>) -> Orderi
         return by_phase;
     }
     // 3. Not ready before ready.
-    let (ra, rb) = (pods::is_ready(a), pods::is_ready(b));
-    if ra != rb {
-        return if ra {
+    let (ra, rb) = (a.ready(), b.ready());
+    if ra.is_some() != rb.is_some() {
+        return if ra.is_some() {
             Ordering::Greater
         } else {
             Ordering::Less
         };
     }
     // 4. Lower deletion cost first.
-    let by_cost = pods::deletion_cost(a).cmp(&pods::deletion_cost(b));
+    let by_cost = a.deletion_cost().cmp(&b.deletion_cost());
     if by_cost != Ordering::Equal {
         return by_cost;
     }
     // 5. More related pods on the same node first.
     let r = |n: &str| rank.get(n).copied().unwrap_or(0);
-    let by_rank = r(&nb).cmp(&r(&na));
+    let by_rank = r(nb).cmp(&r(na));
     if by_rank != Ordering::Equal {
         return by_rank;
     }
     // 6. Both ready: the most recently ready first (no ready time: first).
-    if ra && rb {
-        let by_ready = later_or_none(pods::ready_since_ms(a), pods::ready_since_ms(b));
+    if let (Some(since_a), Some(since_b)) = (ra, rb) {
+        let by_ready = later_or_none(since_a, since_b);
         if by_ready != Ordering::Equal {
             return by_ready;
         }
     }
     // 7. More restarts first.
-    let by_restarts = pods::max_restarts(b).cmp(&pods::max_restarts(a));
+    let by_restarts = b.max_restarts().cmp(&a.max_restarts());
     if by_restarts != Ordering::Equal {
         return by_restarts;
     }
     // 8. Newest first (no creation time: first).
-    later_or_none(
-        pods::time_ms(&a["metadata"]["creationTimestamp"]),
-        pods::time_ms(&b["metadata"]["creationTimestamp"]),
-    )
+    later_or_none(a.created_ms(), b.created_ms())
 }
 
 /// `afterOrZero`: a missing time sorts first, then the later one.
@@ -183,13 +184,9 @@ fn later_or_none(a: Option<i64>, b: Option<i64>) -> Ordering {
 /// Upstream's `manageReplicas` decision for `rs` with its active owned pods `owned`
 /// (`related`: the active pods of the ReplicaSet and its siblings under one Deployment, for
 /// the doubled-up ranking).
-pub fn manage(rs: &Value, owned: &[&Value], related: &[&Value]) -> Manage {
+pub fn manage<P: PodView + ?Sized>(rs: &Value, owned: &[&P], related: &[&P]) -> Manage {
     let want = rs["spec"]["replicas"].as_i64().unwrap_or(1).max(0);
-    let active: Vec<&Value> = owned
-        .iter()
-        .copied()
-        .filter(|p| pods::is_active(p))
-        .collect();
+    let active: Vec<&P> = owned.iter().copied().filter(|p| p.is_active()).collect();
     let have = i64::try_from(active.len()).unwrap_or(i64::MAX);
     let diff = have - want;
     if diff < 0 {
@@ -204,21 +201,17 @@ pub fn manage(rs: &Value, owned: &[&Value], related: &[&Value]) -> Manage {
     let n = usize::try_from(diff)
         .unwrap_or(usize::MAX)
         .min(BURST_REPLICAS);
-    let mut rank: HashMap<String, usize> = HashMap::new();
-    for p in related.iter().filter(|p| pods::is_active(p)) {
-        let node = p["spec"]["nodeName"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        *rank.entry(node).or_default() += 1;
+    let mut rank: HashMap<&str, usize> = HashMap::new();
+    for p in related.iter().filter(|p| p.is_active()) {
+        *rank.entry(p.node_name()).or_default() += 1;
     }
     let mut candidates = active;
-    candidates.sort_by(|a, b| deletion_order(a, b, &rank));
+    candidates.sort_by(|a, b| deletion_order(*a, *b, &rank));
     Manage::Delete(
         candidates
             .iter()
             .take(n)
-            .map(|p| name(p).to_string())
+            .map(|p| p.name().to_string())
             .collect(),
     )
 }
@@ -246,12 +239,13 @@ pub fn new_pod(rs: &Value) -> Value {
 
 /// The ReplicaSet's new `status` (`calculateStatus`) from its active owned pods at
 /// `now_ms`; `manage_error` is why the last create or delete failed, if it did.
-pub fn status(rs: &Value, owned: &[&Value], now_ms: i64, manage_error: Option<&str>) -> Value {
-    let active: Vec<&Value> = owned
-        .iter()
-        .copied()
-        .filter(|p| pods::is_active(p))
-        .collect();
+pub fn status<P: PodView + ?Sized>(
+    rs: &Value,
+    owned: &[&P],
+    now_ms: i64,
+    manage_error: Option<&str>,
+) -> Value {
+    let active: Vec<&P> = owned.iter().copied().filter(|p| p.is_active()).collect();
     let template_labels = rs["spec"]["template"]["metadata"]["labels"]
         .as_object()
         .cloned()
@@ -262,13 +256,13 @@ pub fn status(rs: &Value, owned: &[&Value], now_ms: i64, manage_error: Option<&s
         .filter(|p| {
             template_labels
                 .iter()
-                .all(|(k, v)| p["metadata"]["labels"].get(k) == Some(v))
+                .all(|(k, v)| v.as_str().is_some_and(|v| p.label(k) == Some(v)))
         })
         .count();
-    let ready = active.iter().filter(|p| pods::is_ready(p)).count();
+    let ready = active.iter().filter(|p| p.ready().is_some()).count();
     let available = active
         .iter()
-        .filter(|p| pods::is_available(p, min_ready, now_ms))
+        .filter(|p| p.is_available(min_ready, now_ms))
         .count();
     let mut conditions: Vec<Value> = rs["status"]["conditions"]
         .as_array()
@@ -317,12 +311,21 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use crate::pods::PodSummary;
 
     fn rs(replicas: i64) -> Value {
         json!({"metadata": {"name": "web-abc", "namespace": "default", "uid": "rs-uid", "generation": 3},
             "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
                 "template": {"metadata": {"labels": {"app": "web", "pod-template-hash": "abc"}},
                     "spec": {"containers": [{"name": "c", "image": "web:1"}]}}}})
+    }
+
+    fn summary(pod: &Value) -> PodSummary {
+        let mut pod = pod.clone();
+        if pod["spec"].get("containers").is_none() {
+            pod["spec"]["containers"] = json!([]);
+        }
+        PodSummary::of(&serde_json::from_value(pod).unwrap())
     }
 
     fn pod(name: &str, node: &str, phase: &str, ready: Option<&str>, created: &str) -> Value {
@@ -350,8 +353,11 @@ mod tests {
 
     #[test]
     fn scale_up_is_capped_by_burst() {
-        assert_eq!(manage(&rs(3), &[], &[]), Manage::Create(3));
-        assert_eq!(manage(&rs(2000), &[], &[]), Manage::Create(BURST_REPLICAS));
+        assert_eq!(manage::<Value>(&rs(3), &[], &[]), Manage::Create(3));
+        assert_eq!(
+            manage::<Value>(&rs(2000), &[], &[]),
+            Manage::Create(BURST_REPLICAS)
+        );
         let p = pod("a", "n1", "Running", None, "2026-01-01T00:00:00Z");
         assert_eq!(manage(&rs(1), &[&p], &[&p]), Manage::Nothing);
         // Terminal and terminating pods do not count.
@@ -398,6 +404,10 @@ mod tests {
         let Manage::Delete(order) = manage(&rs(0), &all, &all) else {
             panic!("expected deletions");
         };
+        // The controller's compact summaries rank as the pods' JSON does.
+        let summaries: Vec<PodSummary> = all.iter().map(|p| summary(p)).collect();
+        let refs: Vec<&PodSummary> = summaries.iter().collect();
+        assert_eq!(manage(&rs(0), &refs, &refs), Manage::Delete(order.clone()));
         assert_eq!(
             order,
             vec![
@@ -447,6 +457,13 @@ mod tests {
         assert_eq!(names(&c.owned), vec!["mine", "orphan"]);
         assert_eq!(names(&c.adopt), vec!["orphan"]);
         assert_eq!(names(&c.release), vec!["relabelled"]);
+        let summaries: Vec<PodSummary> = all.iter().map(summary).collect();
+        let s = claim(&rs(3), &summaries);
+        let summary_names =
+            |v: &[&PodSummary]| v.iter().map(|p| p.name().to_string()).collect::<Vec<_>>();
+        assert_eq!(summary_names(&s.owned), vec!["mine", "orphan"]);
+        assert_eq!(summary_names(&s.adopt), vec!["orphan"]);
+        assert_eq!(summary_names(&s.release), vec!["relabelled"]);
         // A ReplicaSet being deleted adopts and releases nothing.
         let mut deleting = rs(3);
         deleting["metadata"]["deletionTimestamp"] = json!(t);
@@ -471,7 +488,7 @@ mod tests {
 
     #[test]
     fn status_counts_and_failure_condition() {
-        let now = pods::time_ms(&json!("2026-01-01T00:01:00Z")).unwrap();
+        let now = crate::pods::time_ms(&json!("2026-01-01T00:01:00Z")).unwrap();
         let ready = pod(
             "a",
             "n1",
@@ -491,6 +508,11 @@ mod tests {
         let mut r = rs(4);
         r["spec"]["minReadySeconds"] = json!(30);
         let st = status(&r, &[&ready, &just_ready, &unlabeled], now, None);
+        let summaries = [summary(&ready), summary(&just_ready), summary(&unlabeled)];
+        assert_eq!(
+            status(&r, &summaries.iter().collect::<Vec<_>>(), now, None),
+            st
+        );
         assert_eq!(
             st,
             json!({"replicas": 3, "fullyLabeledReplicas": 2, "readyReplicas": 2, "availableReplicas": 1, "observedGeneration": 3})

@@ -22,6 +22,7 @@ use runtime::workqueue::WorkQueue;
 use serde_json::{Value, json};
 
 use crate::informers::{self, Informer, Next};
+use crate::pods::{Claimable, PodSummary};
 use crate::replicaset::{self, Manage};
 
 /// Why a controller could not start.
@@ -140,19 +141,19 @@ struct Shared {
     /// Each pod's [`crate::pods::projection`] at its resourceVersion (pod uid → (rv,
     /// projection)): a sync reads every pod of its ReplicaSet, and most did not change
     /// since the last one. Entries go with their pod's delete event.
-    projections: Mutex<HashMap<String, (String, Arc<Value>)>>,
+    projections: Mutex<HashMap<String, (String, Arc<PodSummary>)>>,
 }
 
 impl Shared {
-    fn projections(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, Arc<Value>)>> {
+    fn projections(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, Arc<PodSummary>)>> {
         match self.projections.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         }
     }
 
-    /// The projection of `pod`, computed once per resourceVersion.
-    fn projection(&self, pod: &Pod) -> Arc<Value> {
+    /// The summary of `pod`, computed once per resourceVersion.
+    fn projection(&self, pod: &Pod) -> Arc<PodSummary> {
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
         let rv = pod.metadata.resource_version.as_deref().unwrap_or_default();
         let mut memo = self.projections();
@@ -161,7 +162,7 @@ impl Shared {
         {
             return Arc::clone(v);
         }
-        let v = Arc::new(crate::pods::projection(pod));
+        let v = Arc::new(PodSummary::of(pod));
         memo.insert(uid.to_string(), (rv.to_string(), Arc::clone(&v)));
         v
     }
@@ -322,13 +323,14 @@ pub async fn run_replicasets(
 
 /// Carries out a claim: adopted objects get `owner` as their controller, released ones
 /// lose it (merge patches with the object's uid, so a re-created object is left alone).
-pub(crate) async fn adopt_and_release<K>(
+pub(crate) async fn adopt_and_release<K, T>(
     api: &Api<K>,
     owner: &Value,
     kind: &str,
-    claim: &replicaset::Claim<'_>,
+    claim: &replicaset::Claim<'_, T>,
 ) where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    T: Claimable + ?Sized,
 {
     let owner_uid = owner["metadata"]["uid"].clone();
     let changes = claim
@@ -337,20 +339,18 @@ pub(crate) async fn adopt_and_release<K>(
         .map(|o| (o, true))
         .chain(claim.release.iter().map(|o| (o, false)));
     for (obj, adopt) in changes {
-        let mut refs: Vec<Value> = obj["metadata"]["ownerReferences"]
-            .as_array()
+        let mut refs: Vec<Value> = obj
+            .owner_references()
             .into_iter()
-            .flatten()
             .filter(|o| o["uid"] != owner_uid)
-            .cloned()
             .collect();
         if adopt {
             refs.push(json!({"apiVersion": "apps/v1", "kind": kind,
                 "name": owner["metadata"]["name"], "uid": owner_uid,
                 "controller": true, "blockOwnerDeletion": true}));
         }
-        let patch = json!({"metadata": {"ownerReferences": refs, "uid": obj["metadata"]["uid"]}});
-        let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+        let patch = json!({"metadata": {"ownerReferences": refs, "uid": obj.uid()}});
+        let name = obj.name();
         if let Err(e) = api
             .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
@@ -416,7 +416,7 @@ async fn sync(s: &Shared, key: &str) -> Result<(), kube::Error> {
     };
     // Only this ReplicaSet's pods and the orphans it might adopt are looked at closely.
     // (The informer's controller index: a lookup, not a scan of every pod.)
-    let pods: Vec<Arc<Value>> = s
+    let pods: Vec<Arc<PodSummary>> = s
         .pod_informer
         .by_index("controller", &rs_uid)
         .into_iter()

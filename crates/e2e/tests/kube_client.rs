@@ -29,30 +29,36 @@ use testkit::RkubeServer;
 /// How long one test's client work may take before it is declared hung.
 const TEST_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Runs `f` with a kube client for `server` on a fresh multi-thread runtime.
-fn with_client<F, Fut, T>(server: &RkubeServer, f: F) -> T
-where
-    F: FnOnce(Client) -> Fut,
-    Fut: Future<Output = T>,
-{
+/// Runs `work` on a fresh multi-thread runtime, failing the test if it hangs.
+fn run<T>(server: &RkubeServer, work: impl Future<Output = T>) -> T {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
     rt.block_on(async {
-        let kubeconfig = Kubeconfig::read_from(&server.kubeconfig).unwrap();
-        let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-            .await
-            .unwrap();
-        let client = Client::try_from(config).unwrap();
-        match tokio::time::timeout(TEST_TIMEOUT, f(client)).await {
+        match tokio::time::timeout(TEST_TIMEOUT, work).await {
             Ok(v) => v,
             Err(_) => panic!(
                 "test did not finish in {TEST_TIMEOUT:?}; server log:\n{}",
                 server.log_tail()
             ),
         }
+    })
+}
+
+/// Runs `f` with a kube client for `server` on a fresh multi-thread runtime.
+fn with_client<F, Fut, T>(server: &RkubeServer, f: F) -> T
+where
+    F: FnOnce(Client) -> Fut,
+    Fut: Future<Output = T>,
+{
+    run(server, async {
+        let kubeconfig = Kubeconfig::read_from(&server.kubeconfig).unwrap();
+        let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+            .await
+            .unwrap();
+        f(Client::try_from(config).unwrap()).await
     })
 }
 
@@ -722,14 +728,12 @@ fn server_side_apply_conflicts_and_force() {
         create_namespace(&client, ns).await;
         let api: Api<Deployment> = Api::namespaced(client.clone(), ns);
 
-        let d = api
-            .patch(
-                "web",
-                &PatchParams::apply("mgr-a"),
-                &Patch::Apply(deployment("web", 2)),
-            )
-            .await
-            .unwrap();
+        let (by_a, web) = (
+            PatchParams::apply("mgr-a"),
+            Patch::Apply(deployment("web", 2)),
+        );
+        let apply_web = || api.patch("web", &by_a, &web);
+        let d = apply_web().await.unwrap();
         assert_eq!(d.spec.as_ref().unwrap().replicas, Some(2));
         assert_eq!(d.metadata.generation, Some(1));
         let mf = managed(&d);
@@ -747,16 +751,21 @@ fn server_side_apply_conflicts_and_force() {
             "{fields}"
         );
 
-        // Re-applying the same configuration is a no-op.
-        let again = api
-            .patch(
-                "web",
-                &PatchParams::apply("mgr-a"),
-                &Patch::Apply(deployment("web", 2)),
-            )
-            .await
-            .unwrap();
-        assert_eq!(again.resource_version(), d.resource_version());
+        // Re-applying the same configuration is a no-op: it leaves the resourceVersion
+        // as it found it. (The Deployment controller writes status meanwhile, so "as it
+        // found it" is read just before; a write of its own would move it every time.)
+        let mut unchanged_by_apply = false;
+        for _ in 0..20 {
+            let before = api.get("web").await.unwrap();
+            let again = apply_web().await.unwrap();
+            assert_eq!(again.metadata.generation, Some(1));
+            if again.resource_version() == before.resource_version() {
+                unchanged_by_apply = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        assert!(unchanged_by_apply, "re-applying kept writing the object");
 
         // Another manager setting a field mgr-a owns to another value: a conflict.
         let other = json!({
@@ -1334,4 +1343,146 @@ fn compressed_watch_cache_serves_the_same_objects() {
         let bytes: u64 = dict.rsplit(' ').next().unwrap().parse().unwrap();
         assert!(bytes > 0, "{dict}");
     });
+}
+
+/// The established TCP connections this process has open to `port` on any address:
+/// its sockets (`/proc/self/fd`) found in the kernel's tables with that remote port.
+fn connections_to(port: u16) -> usize {
+    let ours: BTreeSet<String> = std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter_map(|l| {
+            let l = l.to_string_lossy().into_owned();
+            Some(l.strip_prefix("socket:[")?.strip_suffix(']')?.to_string())
+        })
+        .collect();
+    ["/proc/self/net/tcp", "/proc/self/net/tcp6"]
+        .iter()
+        .flat_map(|t| {
+            std::fs::read_to_string(t)
+                .unwrap_or_default()
+                .lines()
+                .skip(1)
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .filter(|line| {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            let remote_port = cols
+                .get(2)
+                .and_then(|r| r.rsplit(':').next())
+                .and_then(|p| u16::from_str_radix(p, 16).ok());
+            remote_port == Some(port)
+                && cols.get(3) == Some(&"01")
+                && cols.get(9).is_some_and(|inode| ours.contains(*inode))
+        })
+        .count()
+}
+
+/// The managers of an object's managedFields, as `manager[/subresource]`.
+fn managers(obj: &Value) -> BTreeSet<String> {
+    obj["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|m| match m["subresource"].as_str() {
+            Some(sub) if !sub.is_empty() => {
+                format!("{}/{sub}", m["manager"].as_str().unwrap_or(""))
+            }
+            _ => m["manager"].as_str().unwrap_or("").to_string(),
+        })
+        .collect()
+}
+
+#[test]
+fn component_clients_share_one_http2_connection_and_name_their_field_manager() {
+    let server = RkubeServer::start();
+    let _sim = testkit::SimNodes::start(&server, "h2", &["--count", "1"]);
+    run(&server, async {
+        let client = runtime::client_for(&server.kubeconfig, "rkube-e2e")
+            .await
+            .unwrap();
+        let ns = "kc-h2";
+        create_namespace(&client, ns).await;
+        let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+        // A watch stays open through a burst of 100 concurrent creates: HTTP/2
+        // multiplexes them all on one connection, where HTTP/1.1 needs one each.
+        let mut watch = api
+            .watch(&WatchParams::default(), "0")
+            .await
+            .unwrap()
+            .boxed();
+        let creates = (0..100).map(|i| {
+            let api = api.clone();
+            async move {
+                api.create(
+                    &PostParams::default(),
+                    &config_map(&format!("cm-{i:03}"), &[], &[("i", &i.to_string())]),
+                )
+                .await
+            }
+        });
+        for r in futures::future::join_all(creates).await {
+            r.unwrap();
+        }
+        let seen = next_events(&mut watch, 100).await;
+        assert_eq!(seen.len(), 100);
+        assert_eq!(
+            connections_to(server.port),
+            1,
+            "one connection for all requests"
+        );
+        // The User-Agent names the field manager, as upstream's components are named.
+        let cm = serde_json::to_value(api.get("cm-000").await.unwrap()).unwrap();
+        assert_eq!(managers(&cm), BTreeSet::from(["rkube-e2e".to_string()]));
+    });
+    // The server's own components (in-process) and the simulated node (HTTPS) name
+    // themselves too: the controller manager created the pod, the node wrote its status.
+    server.kubectl_ok(
+        None,
+        &[
+            "create",
+            "deployment",
+            "web",
+            "--image=registry.local/web:1",
+        ],
+    );
+    let pod = testkit::wait_for("the pod running", 30, || {
+        let pods = server.get_json(&["pods", "-l", "app=web", "--show-managed-fields"]);
+        pods["items"]
+            .as_array()
+            .and_then(|items| items.first().cloned())
+            .filter(|p| p["status"]["phase"] == "Running")
+    });
+    let on_pod = managers(&pod);
+    println!("pod managers: {on_pod:?}");
+    assert!(on_pod.contains("kube-controller-manager"), "{on_pod:?}");
+    assert!(on_pod.contains("rkube-sim-nodes/status"), "{on_pod:?}");
+    assert!(
+        !on_pod.iter().any(|m| m.starts_with("unknown")),
+        "{on_pod:?}"
+    );
+    // As upstream, binding does not go through the field manager.
+    assert!(!on_pod.contains("kube-scheduler/binding"), "{on_pod:?}");
+    // The server reports its memory as upstream's process collector does, and its heap.
+    let metrics = server.kubectl_ok(None, &["get", "--raw", "/metrics"]);
+    for name in [
+        "process_resident_memory_bytes",
+        "rkube_heap_allocated_bytes",
+        "rkube_heap_resident_bytes",
+    ] {
+        let value: f64 = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{name} missing from /metrics"))
+            .parse()
+            .unwrap();
+        assert!(value > 1e6, "{name} {value}");
+    }
+    let rs = server.get_json(&["replicasets", "-l", "app=web", "--show-managed-fields"]);
+    let rs_managers = managers(&rs["items"][0]);
+    assert!(
+        rs_managers.contains("kube-controller-manager"),
+        "{rs_managers:?}"
+    );
 }

@@ -134,7 +134,7 @@ pub async fn run(cfg: AgentConfig, stop: watch::Receiver<bool>) -> Result<(), Er
         )
         .await;
     }
-    let client = ::runtime::client_from(&cfg.kubeconfig)
+    let client = ::runtime::client_for(&cfg.kubeconfig, "kubelet")
         .await
         .map_err(|e| Error::Other(e.to_string()))?;
     let mut kubelet_cfg = cfg.kubelet.clone();

@@ -33,8 +33,10 @@ impl std::fmt::Debug for Identity {
 
 /// Makes clients that reach an API server running in this process.
 pub trait Connector: Send + Sync {
-    /// A client whose every request carries `identity`.
-    fn connect(&self, identity: &Identity) -> Result<kube::Client, Error>;
+    /// A client whose every request carries `identity`, and `user_agent` when given (a
+    /// request that sets its own keeps it).
+    fn connect(&self, identity: &Identity, user_agent: Option<&str>)
+    -> Result<kube::Client, Error>;
 }
 
 /// How a component makes its clients: always from its kubeconfig's identity, over HTTPS
@@ -43,6 +45,8 @@ pub trait Connector: Send + Sync {
 pub struct ClientSource {
     kubeconfig: PathBuf,
     in_process: Option<Arc<dyn Connector>>,
+    /// The `User-Agent` every client sends ([`crate::user_agent`]).
+    user_agent: Option<String>,
 }
 
 impl std::fmt::Debug for ClientSource {
@@ -50,6 +54,7 @@ impl std::fmt::Debug for ClientSource {
         f.debug_struct("ClientSource")
             .field("kubeconfig", &self.kubeconfig)
             .field("in_process", &self.in_process.is_some())
+            .field("user_agent", &self.user_agent)
             .finish()
     }
 }
@@ -60,6 +65,7 @@ impl ClientSource {
         ClientSource {
             kubeconfig: kubeconfig.into(),
             in_process: None,
+            user_agent: None,
         }
     }
 
@@ -71,7 +77,16 @@ impl ClientSource {
         ClientSource {
             kubeconfig: kubeconfig.into(),
             in_process: Some(connector),
+            user_agent: None,
         }
+    }
+
+    /// The same clients, for the component named `component` (e.g. `kube-scheduler`):
+    /// their requests carry its [`crate::user_agent`], so the API server names it as the
+    /// field manager of what they write, as upstream's components are named.
+    pub fn for_component(mut self, component: &str) -> ClientSource {
+        self.user_agent = Some(crate::user_agent(component));
+        self
     }
 
     /// The kubeconfig file (its identity; for HTTPS also the server and its CA).
@@ -82,8 +97,11 @@ impl ClientSource {
     /// A client with the kubeconfig's identity.
     pub async fn client(&self) -> Result<kube::Client, Error> {
         match &self.in_process {
-            None => crate::client_from(&self.kubeconfig).await,
-            Some(connector) => connector.connect(&kubeconfig_identity(&self.kubeconfig)?),
+            None => crate::client_with(&self.kubeconfig, self.user_agent.as_deref(), |_| {}).await,
+            Some(connector) => connector.connect(
+                &kubeconfig_identity(&self.kubeconfig)?,
+                self.user_agent.as_deref(),
+            ),
         }
     }
 
@@ -91,9 +109,12 @@ impl ClientSource {
     /// credentials, to the same server.
     pub async fn client_with_token(&self, token: &str) -> Result<kube::Client, Error> {
         if let Some(connector) = &self.in_process {
-            return connector.connect(&Identity::Token(token.to_string()));
+            return connector.connect(
+                &Identity::Token(token.to_string()),
+                self.user_agent.as_deref(),
+            );
         }
-        crate::client_with(&self.kubeconfig, |config| {
+        crate::client_with(&self.kubeconfig, self.user_agent.as_deref(), |config| {
             config.auth_info = kube::config::AuthInfo {
                 token: Some(token.to_string().into()),
                 ..Default::default()

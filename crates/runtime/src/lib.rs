@@ -21,6 +21,7 @@
 pub mod connect;
 pub mod events;
 pub mod expectations;
+mod https;
 pub mod leaderelection;
 pub mod ratelimit;
 pub mod workqueue;
@@ -64,14 +65,42 @@ pub enum Error {
 
 /// A client of the API server from a kubeconfig file (its current context): what every
 /// component (controller manager, scheduler, kubelet, simulated nodes) connects with.
+/// It sends no `User-Agent`; components use [`client_for`].
 pub async fn client_from(kubeconfig: &std::path::Path) -> Result<kube::Client, Error> {
-    client_with(kubeconfig, |_| {}).await
+    client_with(kubeconfig, None, |_| {}).await
+}
+
+/// As [`client_from`], for the component named `component` (e.g. `kubelet`): its requests
+/// carry upstream's `User-Agent` form, [`user_agent`], whose name the API server records
+/// as the field manager of what it writes.
+pub async fn client_for(
+    kubeconfig: &std::path::Path,
+    component: &str,
+) -> Result<kube::Client, Error> {
+    client_with(kubeconfig, Some(&user_agent(component)), |_| {}).await
+}
+
+/// The `User-Agent` of an rkube component, in client-go's form
+/// (`<component>/<version> (<os>/<arch>) kubernetes/<commit>`): the API server takes the
+/// part before the first `/` as the field manager's name, as upstream's does.
+pub fn user_agent(component: &str) -> String {
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    format!(
+        "{component}/v1.33.0+rkube.{} ({}/{arch}) kubernetes/rkube",
+        env!("CARGO_PKG_VERSION"),
+        std::env::consts::OS,
+    )
 }
 
 /// A client from the kubeconfig file's current context, after `adjust` changed its
-/// configuration (e.g. its credentials).
+/// configuration (e.g. its credentials), sending `user_agent` when given.
 pub(crate) async fn client_with(
     kubeconfig: &std::path::Path,
+    user_agent: Option<&str>,
     adjust: impl FnOnce(&mut kube::Config),
 ) -> Result<kube::Client, Error> {
     let fail = |e: &dyn std::fmt::Display| Error::Kubeconfig {
@@ -83,7 +112,11 @@ pub(crate) async fn client_with(
         .await
         .map_err(|e| fail(&e))?;
     adjust(&mut config);
-    kube::Client::try_from(config).map_err(|e| fail(&e))
+    if let Some(agent) = user_agent {
+        let value = http::HeaderValue::from_str(agent).map_err(|e| fail(&e))?;
+        config.headers.push((http::header::USER_AGENT, value));
+    }
+    https::client(config).map_err(|e| fail(&e))
 }
 
 impl Error {

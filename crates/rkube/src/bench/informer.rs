@@ -1,8 +1,11 @@
 //! `rkube bench informer`: memory per cached object. A server holds N pods shaped like a
 //! Deployment's (labels, owner reference, a container with requests, env and probes);
 //! this process measures its own resident memory before and after (1) the controllers'
-//! shared pod informer has listed them all and (2) the garbage collector's graph holds
-//! a node for each, and prints the difference per pod beside the pod's JSON size.
+//! shared pod informer has listed them all, (2) the ReplicaSet controller holds its
+//! projection of each (what its syncs read) and (3) the garbage collector's graph holds
+//! a node for each, and prints the difference per pod beside the pod's JSON size. The
+//! pods are first given a running pod's status (conditions, container statuses, IPs),
+//! as a node reports it.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -43,6 +46,52 @@ fn pod(i: u32) -> serde_json::Value {
     })
 }
 
+/// A running pod's status, as a node (here simulated) reports it.
+fn running_status(i: u32) -> serde_json::Value {
+    let now = "2026-01-01T00:00:00Z";
+    let condition = |t: &str| json!({"type": t, "status": "True", "lastProbeTime": null, "lastTransitionTime": now});
+    json!({"status": {
+        "phase": "Running",
+        "conditions": [condition("PodReadyToStartContainers"), condition("Initialized"),
+            condition("Ready"), condition("ContainersReady"), condition("PodScheduled")],
+        "hostIP": "10.0.0.1", "hostIPs": [{"ip": "10.0.0.1"}],
+        "podIP": format!("10.42.{}.{}", i / 250, i % 250 + 2),
+        "podIPs": [{"ip": format!("10.42.{}.{}", i / 250, i % 250 + 2)}],
+        "startTime": now,
+        "containerStatuses": [{"name": "web", "state": {"running": {"startedAt": now}},
+            "lastState": {}, "ready": true, "restartCount": 0, "image": "registry.local/web:1",
+            "imageID": "registry.local/web@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+            "containerID": format!("containerd://{i:064x}"), "started": true}],
+        "qosClass": "Burstable",
+    }})
+}
+
+/// Runs `f(i)` for every `i` below `n`, 16 at a time.
+async fn for_each_pod<F, Fut>(n: u32, f: F) -> anyhow::Result<()>
+where
+    F: Fn(u32) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = anyhow::Result<()>> + Send,
+{
+    let next = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..16 {
+        let (next, f) = (Arc::clone(&next), f.clone());
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= n {
+                    return anyhow::Ok(());
+                }
+                f(i).await?;
+            }
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    Ok(())
+}
+
 /// The heap this process holds live, in MiB, from jemalloc's own accounting: exact, and
 /// unlike RSS blind to freed pages the allocator keeps for reuse (a list's decoding frees
 /// more than the cache it leaves behind).
@@ -64,26 +113,36 @@ pub async fn run(args: InformerArgs) -> anyhow::Result<()> {
         accounts.create(&PostParams::default(), &sa).await?;
     }
     let started = Instant::now();
-    let next = Arc::new(std::sync::atomic::AtomicU32::new(0));
-    let mut tasks = Vec::new();
-    for _ in 0..16 {
-        let (api, next, n) = (api.clone(), Arc::clone(&next), args.pods);
-        tasks.push(tokio::spawn(async move {
-            loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if i >= n {
-                    return anyhow::Ok(());
-                }
-                let p: Pod = serde_json::from_value(pod(i))?;
-                api.create(&PostParams::default(), &p).await?;
-            }
-        }));
-    }
-    for t in tasks {
-        t.await??;
-    }
+    let creating = api.clone();
+    for_each_pod(args.pods, move |i| {
+        let api = creating.clone();
+        async move {
+            let p: Pod = serde_json::from_value(pod(i))?;
+            api.create(&PostParams::default(), &p).await?;
+            Ok(())
+        }
+    })
+    .await?;
+    let patching = api.clone();
+    for_each_pod(args.pods, move |i| {
+        let api = patching.clone();
+        async move {
+            let name = pod(i)["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            api.patch_status(
+                &name,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(running_status(i)),
+            )
+            .await?;
+            Ok(())
+        }
+    })
+    .await?;
     println!(
-        "informer-bench: {} pods created in {:.1} s",
+        "informer-bench: {} pods created and running in {:.1} s",
         args.pods,
         started.elapsed().as_secs_f64()
     );
@@ -109,6 +168,17 @@ pub async fn run(args: InformerArgs) -> anyhow::Result<()> {
     let with_informer = heap_mb();
     let informer_bytes = (with_informer - before) * 1024.0 * 1024.0 / n;
 
+    let before_projections = heap_mb();
+    let projections: Vec<controllers::pods::PodSummary> = informer
+        .store
+        .state()
+        .iter()
+        .map(|p| controllers::pods::PodSummary::of(p))
+        .collect();
+    let with_projections = heap_mb();
+    let projection_bytes = (with_projections - before_projections) * 1024.0 * 1024.0 / n;
+    drop(projections);
+
     let ar = ApiResource::erase::<Pod>(&());
     let metas: Api<PartialObjectMeta<DynamicObject>> = Api::all_with(client.clone(), &ar);
     let mut graph = controllers::gc::Graph::new();
@@ -124,13 +194,14 @@ pub async fn run(args: InformerArgs) -> anyhow::Result<()> {
     let graph_bytes = (with_graph - before_graph) * 1024.0 * 1024.0 / n;
     let server_rss = settled_rss_mb(server.child.id()).await;
     println!(
-        "pod json {json_bytes} B; informer cached {cached} pods: +{:.1} MB ({informer_bytes:.0} B/pod); gc graph {} nodes: +{:.1} MB ({graph_bytes:.0} B/pod); server rss {server_rss:.1} MB",
+        "pod json {json_bytes} B; informer cached {cached} pods: +{:.1} MB ({informer_bytes:.0} B/pod); replicaset projections +{:.1} MB ({projection_bytes:.0} B/pod); gc graph {} nodes: +{:.1} MB ({graph_bytes:.0} B/pod); server rss {server_rss:.1} MB",
         with_informer - before,
+        with_projections - before_projections,
         graph.len(),
         with_graph - before_graph,
     );
     println!(
-        "informer-bench pods={} json_bytes={json_bytes} informer_bytes_per_pod={informer_bytes:.0} gc_bytes_per_pod={graph_bytes:.0} server_rss_mb={server_rss:.1}",
+        "informer-bench pods={} json_bytes={json_bytes} informer_bytes_per_pod={informer_bytes:.0} projection_bytes_per_pod={projection_bytes:.0} gc_bytes_per_pod={graph_bytes:.0} server_rss_mb={server_rss:.1}",
         args.pods
     );
     drop(informer);

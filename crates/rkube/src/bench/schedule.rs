@@ -104,7 +104,7 @@ pub(super) async fn client_for(kubeconfig: &std::path::Path) -> anyhow::Result<k
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         if kubeconfig.exists()
-            && let Ok(c) = runtime::client_from(kubeconfig).await
+            && let Ok(c) = runtime::client_for(kubeconfig, "rkube-bench").await
         {
             let req = http::Request::get("/readyz").body(Vec::new())?;
             if c.request_text(req).await.is_ok() {
@@ -114,6 +114,17 @@ pub(super) async fn client_for(kubeconfig: &std::path::Path) -> anyhow::Result<k
         anyhow::ensure!(Instant::now() < deadline, "the server did not start");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// The sum of a metric's samples (every label set) in `/metrics` text.
+fn metric_sum(text: &str, name: &str) -> f64 {
+    text.lines()
+        .filter(|l| {
+            l.strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with(' ') || rest.starts_with('{'))
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
 }
 
 /// Sums the scheduler's `scheduled` attempts and their seconds from `/metrics`.
@@ -311,6 +322,18 @@ pub async fn run(args: ScheduleArgs) -> anyhow::Result<()> {
     );
     println!(
         "server rss: {rss:.1} MB after, {settled:.1} MB settled, {peak:.1} MB peak, {with_nodes:.1} MB with nodes only"
+    );
+    // Where the server's memory is: the allocator's live heap against what it holds, and
+    // the watch cache's share of the heap.
+    let req = http::Request::get("/metrics").body(Vec::new())?;
+    let settled_metrics = client.request_text(req).await.unwrap_or_default();
+    let mb = |name: &str| metric_sum(&settled_metrics, name) / (1024.0 * 1024.0);
+    println!(
+        "server heap: {:.1} MB live, {:.1} MB held by the allocator; watch cache {:.1} MB of objects, {:.1} MB of history",
+        mb("rkube_heap_allocated_bytes"),
+        mb("rkube_heap_resident_bytes"),
+        mb("rkube_watch_cache_object_bytes"),
+        mb("rkube_watch_cache_history_bytes"),
     );
     for (name, mb) in components.as_ref().map(Components::rss).unwrap_or_default() {
         println!("{name} rss: {mb:.1} MB (settled with the server)");

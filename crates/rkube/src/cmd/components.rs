@@ -168,11 +168,16 @@ pub async fn start_scheduler(
     Ok(s)
 }
 
+/// The components' names, as upstream's: their clients' `User-Agent`s, hence the field
+/// managers of what they write.
+pub const SCHEDULER: &str = "kube-scheduler";
+pub const CONTROLLER_MANAGER: &str = "kube-controller-manager";
+
 /// `rkube scheduler`: runs until SIGTERM.
 pub async fn scheduler(args: SchedulerArgs) -> anyhow::Result<()> {
     let profiles = load_profiles(&args.options)?;
     run_scheduler(
-        &ClientSource::kubeconfig(args.kubeconfig),
+        &ClientSource::kubeconfig(args.kubeconfig).for_component(SCHEDULER),
         profiles,
         Arc::default(),
         args.leader_elect,
@@ -261,7 +266,7 @@ pub fn check_controller_options(opts: &ControllerOptions) -> anyhow::Result<()> 
 pub async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<()> {
     check_controller_options(&args.options)?;
     run_controller_manager(
-        &ClientSource::kubeconfig(args.kubeconfig),
+        &ClientSource::kubeconfig(args.kubeconfig).for_component(CONTROLLER_MANAGER),
         &args.options,
         args.leader_elect,
         super::server::shutdown_signal(),

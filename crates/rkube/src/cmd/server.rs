@@ -320,20 +320,28 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
             let _ = rx.wait_for(|s| *s).await;
         }
     };
+    running
+        .server
+        .metrics
+        .add_source(Arc::new(super::memory::render));
     // The components in this process call the API server's handler directly, with the
     // identities of their kubeconfigs (client certificates, then service-account tokens).
     let connector: Arc<dyn runtime::Connector> =
         Arc::new(InProcessConnector(Arc::clone(&running.server)));
-    let source = |file: &str| {
+    let source = |file: &str, component: &str| {
         let kubeconfig = args.data_dir.join(file);
         if args.components_over_https {
             runtime::ClientSource::kubeconfig(kubeconfig)
         } else {
             runtime::ClientSource::in_process(kubeconfig, Arc::clone(&connector))
         }
+        .for_component(component)
     };
     if !args.disable_controller_manager {
-        let source = source("controller.kubeconfig");
+        let source = source(
+            "controller.kubeconfig",
+            super::components::CONTROLLER_MANAGER,
+        );
         let options = args.controllers.clone();
         let stop = stopped();
         tokio::spawn(async move {
@@ -344,7 +352,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
         });
     }
     if !args.disable_scheduler {
-        let source = source("scheduler.kubeconfig");
+        let source = source("scheduler.kubeconfig", super::components::SCHEDULER);
         let stop = stopped();
         let metrics = Arc::new(scheduler::metrics::Metrics::default());
         let rendered = Arc::clone(&metrics);
@@ -401,7 +409,11 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
 struct InProcessConnector(Arc<apiserver::Server>);
 
 impl runtime::Connector for InProcessConnector {
-    fn connect(&self, identity: &runtime::Identity) -> Result<kube::Client, runtime::Error> {
+    fn connect(
+        &self,
+        identity: &runtime::Identity,
+        user_agent: Option<&str>,
+    ) -> Result<kube::Client, runtime::Error> {
         use apiserver::inprocess::InProcess;
         let server = Arc::clone(&self.0);
         let transport = match identity {
@@ -409,6 +421,10 @@ impl runtime::Connector for InProcessConnector {
             runtime::Identity::Token(token) => InProcess::with_token(server, token),
         };
         transport
+            .and_then(|t| match user_agent {
+                Some(agent) => t.with_user_agent(agent),
+                None => Ok(t),
+            })
             .map(InProcess::client)
             .map_err(|e| runtime::Error::InProcess(e.to_string()))
     }

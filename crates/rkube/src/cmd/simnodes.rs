@@ -52,7 +52,7 @@ pub async fn run(args: SimNodesArgs) -> anyhow::Result<()> {
         ..simnode::Config::default()
     };
     config.validate()?;
-    let client = runtime::client_from(&args.kubeconfig).await?;
+    let client = runtime::client_for(&args.kubeconfig, "rkube-sim-nodes").await?;
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
         r = simnode::run(client, config) => r?,
