@@ -13,7 +13,9 @@
 //! - [`openapi`]: the `/openapi/v2` and `/openapi/v3` documents;
 //! - [`quota`]: resource quota evaluation (usage per object, scopes, recounts);
 //! - [`cron`]: cron schedules as robfig/cron's `ParseStandard` reads them, and their
-//!   activation times.
+//!   activation times;
+//! - [`platform`]: the release served, Go's platform names and client-go's `User-Agent`
+//!   form.
 //!
 //! Object types themselves are `k8s-openapi`'s, re-exported as [`k8s`].
 
@@ -24,6 +26,7 @@ pub mod jws;
 pub mod kinds;
 pub mod meta;
 pub mod openapi;
+pub mod platform;
 pub mod qos;
 pub mod quota;
 pub mod schema;

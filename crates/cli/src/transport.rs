@@ -795,15 +795,7 @@ impl Trace {
 }
 
 fn user_agent() -> String {
-    let arch = match std::env::consts::ARCH {
-        "x86_64" => "amd64",
-        "aarch64" => "arm64",
-        other => other,
-    };
-    format!(
-        "kubectl/{CLIENT_VERSION} ({}/{arch}) kubernetes/rkube",
-        std::env::consts::OS
-    )
+    api::platform::user_agent("kubectl", CLIENT_VERSION)
 }
 
 /// Go's `dial tcp` errors.

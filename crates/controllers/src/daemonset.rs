@@ -36,7 +36,7 @@ use serde_json::{Value, json};
 
 use crate::history;
 use crate::informers::{self, Informer, Next};
-use crate::pods;
+use crate::pods::{self, PodView};
 use crate::util::{api_message, claimable, lock};
 
 /// Upstream's `BurstReplicas` of the DaemonSet controller.
@@ -549,7 +549,7 @@ pub fn manage(
                     }
                 }
                 if let (Some(new), Some(old)) = (oldest_new, oldest_old)
-                    && (!pods::is_ready(old) || pods::is_available(new, min_ready(ds), now_ms))
+                    && (!pods::is_ready(old) || new.is_available(min_ready(ds), now_ms))
                 {
                     plan.delete.push(name(old).to_string());
                 }
@@ -639,7 +639,7 @@ pub fn rolling_update(
         max_unavailable = 1;
     }
     let min_ready = min_ready(ds);
-    let available = |p: &Value| pods::is_available(p, min_ready, now_ms);
+    let available = |p: &Value| p.is_available(min_ready, now_ms);
     let mut plan = Plan::default();
     if max_surge == 0 {
         let mut unavailable = 0;
@@ -764,7 +764,7 @@ pub fn status(
             let pod = sorted[0];
             if pods::is_ready(pod) {
                 ready += 1;
-                if pods::is_available(pod, min_ready(ds), now_ms) {
+                if pod.is_available(min_ready(ds), now_ms) {
                     available += 1;
                 }
             }

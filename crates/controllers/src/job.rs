@@ -27,7 +27,7 @@ use runtime::workqueue::WorkQueue;
 use serde_json::{Value, json};
 
 use crate::informers::{self, Informer, Next};
-use crate::pods;
+use crate::pods::{self, PodView};
 use crate::run::{key_of, now_ms};
 use crate::util::{api_message, claimable, lock, rfc3339};
 
@@ -635,11 +635,7 @@ pub fn plan(input: &Input<'_>) -> Option<Plan> {
         })
         .collect();
     let pods: Vec<&Value> = owned.iter().collect();
-    let active_pods: Vec<&Value> = pods
-        .iter()
-        .copied()
-        .filter(|p| pods::is_active(p))
-        .collect();
+    let active_pods: Vec<&Value> = pods.iter().copied().filter(|p| p.is_active()).collect();
     let mut status = job["status"].clone();
     if !status.is_object() {
         status = json!({});

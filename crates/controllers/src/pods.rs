@@ -12,14 +12,6 @@ pub fn time_ms(v: &Value) -> Option<i64> {
         .map(|t| t.as_millisecond())
 }
 
-/// `IsPodActive`: not Succeeded, not Failed, not being deleted.
-pub fn is_active(pod: &Value) -> bool {
-    !matches!(
-        pod["status"]["phase"].as_str(),
-        Some("Succeeded" | "Failed")
-    ) && pod["metadata"]["deletionTimestamp"].is_null()
-}
-
 fn ready_condition(pod: &Value) -> Option<&Value> {
     pod["status"]["conditions"]
         .as_array()?
@@ -37,18 +29,6 @@ pub fn ready_since_ms(pod: &Value) -> Option<i64> {
     ready_condition(pod)
         .filter(|c| c["status"] == "True")
         .and_then(|c| time_ms(&c["lastTransitionTime"]))
-}
-
-/// `IsPodAvailable`: ready for at least `min_ready_seconds` at `now_ms`.
-pub fn is_available(pod: &Value, min_ready_seconds: i64, now_ms: i64) -> bool {
-    if !is_ready(pod) {
-        return false;
-    }
-    if min_ready_seconds <= 0 {
-        return true;
-    }
-    ready_since_ms(pod)
-        .is_some_and(|t| t.saturating_add(min_ready_seconds.saturating_mul(1000)) < now_ms)
 }
 
 /// The highest restart count of the pod's containers.

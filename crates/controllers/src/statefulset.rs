@@ -35,7 +35,7 @@ use serde_json::{Value, json};
 
 use crate::history;
 use crate::informers::{self, Informer, Next};
-use crate::pods;
+use crate::pods::{self, PodView};
 use crate::util::{api_message, claimable};
 
 /// Upstream's `StatefulSetPodNameLabel`.
@@ -638,7 +638,7 @@ fn count(
         }
         if running_and_ready(pod) {
             add("readyReplicas");
-            if pods::is_available(pod, min_ready, now_ms) {
+            if pod.is_available(min_ready, now_ms) {
                 add("availableReplicas");
             }
         }
@@ -798,7 +798,7 @@ pub fn update_set(
                     .filter(|a| matches!(a, Action::CreateClaim { .. })),
             );
         }
-        if monotonic && (!running_and_ready(pod) || !pods::is_available(pod, min_ready, now_ms)) {
+        if monotonic && (!running_and_ready(pod) || !pod.is_available(min_ready, now_ms)) {
             exit = true;
             break;
         }
@@ -843,9 +843,7 @@ pub fn update_set(
             continue;
         }
         let first = first_unhealthy.is_some_and(|f| name(f) == name(pod));
-        if monotonic
-            && !first
-            && (!running_and_ready(pod) || !pods::is_available(pod, min_ready, now_ms))
+        if monotonic && !first && (!running_and_ready(pod) || !pod.is_available(min_ready, now_ms))
         {
             return finish(actions, 0);
         }

@@ -985,16 +985,20 @@ fn watch_from_before_the_watch_cache_replays_the_store_until_compacted() {
             .map(|l| serde_json::from_str(l).unwrap())
             .collect()
     };
-    // A restarted server's watch cache starts at the current revision; an older
-    // resourceVersion is replayed from the store's history while it has it …
+    // Two configmaps, then a restart: the watch cache starts at the current revision.
+    // Returns the first one's resourceVersion, now older than the cache.
+    let write_two_and_restart = |api: &mut Api| -> String {
+        let first = api.create(CM, &configmap("first"));
+        api.create(CM, &configmap("second"));
+        api.server.restart();
+        first["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    // An older resourceVersion is replayed from the store's history while it has it …
     let mut api = Api::start();
-    let first = api.create(CM, &configmap("first"));
-    api.create(CM, &configmap("second"));
-    let rv = first["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    api.server.restart();
+    let rv = write_two_and_restart(&mut api);
     let r = api.get(&format!(
         "{CM}?watch=1&resourceVersion={rv}&timeoutSeconds=1"
     ));
@@ -1009,13 +1013,7 @@ fn watch_from_before_the_watch_cache_replays_the_store_until_compacted() {
     let server = RkubeServer::start_with(&["--etcd-compaction-interval", "1s"]);
     let tls = server.dir.path().join("data").join("tls");
     let mut api = Api { server, tls };
-    let first = api.create(CM, &configmap("first"));
-    api.create(CM, &configmap("second"));
-    let rv = first["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    api.server.restart();
+    let rv = write_two_and_restart(&mut api);
     // … and once compacted, upstream's answer: 200 and one ERROR event (cacher.Watch's
     // newErrWatcher), not an HTTP 410.
     let s = testkit::wait_for("the watch to expire", 30, || {

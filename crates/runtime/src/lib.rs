@@ -77,23 +77,17 @@ pub async fn client_for(
     kubeconfig: &std::path::Path,
     component: &str,
 ) -> Result<kube::Client, Error> {
-    client_with(kubeconfig, Some(&user_agent(component)), |_| {}).await
+    ClientSource::kubeconfig(kubeconfig)
+        .for_component(component)
+        .client()
+        .await
 }
 
 /// The `User-Agent` of an rkube component, in client-go's form
 /// (`<component>/<version> (<os>/<arch>) kubernetes/<commit>`): the API server takes the
 /// part before the first `/` as the field manager's name, as upstream's does.
 pub fn user_agent(component: &str) -> String {
-    let arch = match std::env::consts::ARCH {
-        "x86_64" => "amd64",
-        "aarch64" => "arm64",
-        other => other,
-    };
-    format!(
-        "{component}/v1.33.0+rkube.{} ({}/{arch}) kubernetes/rkube",
-        env!("CARGO_PKG_VERSION"),
-        std::env::consts::OS,
-    )
+    api::platform::user_agent(component, &api::platform::git_version())
 }
 
 /// A client from the kubeconfig file's current context, after `adjust` changed its

@@ -73,8 +73,7 @@ impl Peer {
 }
 
 /// The upstream version this server speaks.
-pub const KUBE_MAJOR: &str = "1";
-pub const KUBE_MINOR: &str = "33";
+pub use api::platform::{KUBE_MAJOR, KUBE_MINOR};
 
 pub fn version_info() -> Value {
     json!({
@@ -84,13 +83,13 @@ pub fn version_info() -> Value {
         "emulationMinor": KUBE_MINOR,
         "minCompatibilityMajor": KUBE_MAJOR,
         "minCompatibilityMinor": "32",
-        "gitVersion": format!("v{KUBE_MAJOR}.{KUBE_MINOR}.0+rkube.{}", env!("CARGO_PKG_VERSION")),
+        "gitVersion": api::platform::git_version(),
         "gitCommit": "",
         "gitTreeState": "clean",
         "buildDate": "1970-01-01T00:00:00Z",
         "goVersion": "rust",
         "compiler": "rustc",
-        "platform": format!("{}/{}", std::env::consts::OS, match std::env::consts::ARCH { "x86_64" => "amd64", "aarch64" => "arm64", a => a }),
+        "platform": api::platform::platform(),
     })
 }
 

@@ -1062,6 +1062,17 @@ mod tests {
         Arc::new(|_| Vec::new())
     }
 
+    /// A cache of `store`'s configmaps, caught up with it.
+    async fn synced_configmaps(store: &Arc<dyn Backend>) -> Arc<Cacher> {
+        let c = Cacher::start(
+            Arc::clone(store),
+            "/registry/configmaps/".into(),
+            no_fields(),
+        );
+        c.sync(Duration::from_secs(5)).await.unwrap();
+        c
+    }
+
     fn obj(name: &str, label: &str) -> bytes::Bytes {
         bytes::Bytes::from(
             serde_json::to_vec(&serde_json::json!({
@@ -1079,12 +1090,7 @@ mod tests {
             .create("/registry/configmaps/ns/a", obj("a", "x"), None)
             .await
             .unwrap();
-        let c = Cacher::start(
-            Arc::clone(&store),
-            "/registry/configmaps/".into(),
-            no_fields(),
-        );
-        c.sync(Duration::from_secs(5)).await.unwrap();
+        let c = synced_configmaps(&store).await;
         let all: Predicate = Arc::new(|_| true);
         let (items, rv) = c.list(&*all, "/registry/configmaps/");
         assert_eq!(items.len(), 1);
@@ -1206,12 +1212,7 @@ mod tests {
         let store: Arc<dyn Backend> = Arc::new(MemoryBackend::new());
         let key = "/registry/configmaps/ns/a";
         store.create(key, obj("a", "x"), None).await.unwrap();
-        let c = Cacher::start(
-            Arc::clone(&store),
-            "/registry/configmaps/".into(),
-            no_fields(),
-        );
-        c.sync(Duration::from_secs(5)).await.unwrap();
+        let c = synced_configmaps(&store).await;
         let from = churn(&store, key, 150).await;
         c.sync(Duration::from_secs(5)).await.unwrap();
         {
@@ -1288,12 +1289,7 @@ mod tests {
                 .await
                 .unwrap();
         }
-        let c = Cacher::start(
-            Arc::clone(&store),
-            "/registry/configmaps/".into(),
-            no_fields(),
-        );
-        c.sync(Duration::from_secs(5)).await.unwrap();
+        let c = synced_configmaps(&store).await;
         // Written after the cache filled: compressed.
         let kv = store
             .create("/registry/configmaps/ns/late", big("late", "y"), None)

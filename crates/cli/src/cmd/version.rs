@@ -20,11 +20,6 @@ pub struct Args {
 
 /// Our `version.Info` (the fields upstream's client prints).
 pub fn client_info() -> Value {
-    let arch = match std::env::consts::ARCH {
-        "x86_64" => "amd64",
-        "aarch64" => "arm64",
-        other => other,
-    };
     let (major, minor) = major_minor(CLIENT_VERSION);
     serde_json::json!({
         "major": major,
@@ -35,7 +30,7 @@ pub fn client_info() -> Value {
         "buildDate": "1970-01-01T00:00:00Z",
         "goVersion": "rust",
         "compiler": "rustc",
-        "platform": format!("{}/{arch}", std::env::consts::OS),
+        "platform": api::platform::platform(),
     })
 }
 

@@ -168,8 +168,8 @@ pub async fn start_scheduler(
     Ok(s)
 }
 
-/// The components' names, as upstream's: their clients' `User-Agent`s, hence the field
-/// managers of what they write.
+/// The components' names, as upstream's: their clients' `User-Agent`s (hence the field
+/// managers of what they write) and their leader-election Leases.
 pub const SCHEDULER: &str = "kube-scheduler";
 pub const CONTROLLER_MANAGER: &str = "kube-controller-manager";
 
@@ -200,7 +200,7 @@ pub async fn run_scheduler(
         return Ok(());
     }
     let owned = source.clone();
-    elected("kube-scheduler", source, shutdown, move |lost| async move {
+    elected(SCHEDULER, source, shutdown, move |lost| async move {
         match start_scheduler(&owned, profiles, metrics).await {
             Ok(_s) => lost.wait().await,
             Err(e) => tracing::error!(error = %e, "the scheduler could not start"),
@@ -290,7 +290,7 @@ pub async fn run_controller_manager(
     let owned = source.clone();
     let opts = options.clone();
     elected(
-        "kube-controller-manager",
+        CONTROLLER_MANAGER,
         source,
         shutdown,
         move |lost| async move {
