@@ -208,7 +208,7 @@ impl Metrics {
                 |s| s.events,
             ),
             (
-                "Object bytes held by the watch cache's history.",
+                "Bytes held by the watch cache's history: objects, their indexes, the events.",
                 "rkube_watch_cache_history_bytes",
                 |s| s.history_bytes,
             ),

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use api::ApiError;
 
-use crate::registry::{CachedObject, Predicate};
+use crate::registry::{Meta, Predicate};
 
 /// The predicate of a `labelSelector` query parameter.
 pub fn label_predicate(selector: Option<&str>) -> Result<Option<Predicate>, ApiError> {
@@ -12,9 +12,7 @@ pub fn label_predicate(selector: Option<&str>) -> Result<Option<Predicate>, ApiE
         return Ok(None);
     };
     let sel = api::selector::LabelSelector::parse(s).map_err(ApiError::from)?;
-    Ok(Some(Arc::new(move |o: &CachedObject| {
-        sel.matches(|k| o.label(k))
-    })))
+    Ok(Some(Arc::new(move |o: &Meta| sel.matches(|k| o.label(k)))))
 }
 
 /// The predicate of a `fieldSelector` query parameter, refusing fields the resource does
@@ -29,7 +27,7 @@ pub fn field_predicate(
     let sel = api::selector::FieldSelector::parse(s).map_err(ApiError::from)?;
     sel.check_supported_fields(supported)
         .map_err(ApiError::from)?;
-    Ok(Some(Arc::new(move |o: &CachedObject| {
+    Ok(Some(Arc::new(move |o: &Meta| {
         sel.matches(|k| match k {
             "metadata.name" => Some(o.name()),
             "metadata.namespace" => Some(o.namespace()),
@@ -40,5 +38,5 @@ pub fn field_predicate(
 
 /// All predicates together (`None`: everything matches).
 pub fn all_of(preds: Vec<Predicate>) -> Predicate {
-    Arc::new(move |o: &CachedObject| preds.iter().all(|p| p(o)))
+    Arc::new(move |o: &Meta| preds.iter().all(|p| p(o)))
 }

@@ -16,7 +16,7 @@ use store::ListOptions;
 use super::{Server, object_response};
 use crate::http::{Accept, Body, Query, negotiate};
 use crate::registry::cache::{WatchMsg, make_object};
-use crate::registry::{CachedObject, EventType, Predicate, Resource, convert};
+use crate::registry::{CachedObject, EventType, Meta, Predicate, Resource, convert};
 use crate::selectors;
 
 /// How long a read waits for the watch cache to reach a requested revision.
@@ -54,7 +54,7 @@ fn include_uninitialized(query: &Query) -> bool {
 fn predicate(r: &Resource, query: &Query) -> Result<Predicate, ApiError> {
     let mut preds: Vec<Predicate> = Vec::new();
     if !include_uninitialized(query) {
-        preds.push(Arc::new(|o: &CachedObject| !o.uninitialized));
+        preds.push(Arc::new(|o: &Meta| !o.uninitialized));
     }
     if let Some(p) = selectors::label_predicate(query.get("labelSelector"))? {
         preds.push(p);

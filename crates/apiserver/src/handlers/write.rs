@@ -228,7 +228,7 @@ pub(super) async fn create(
 /// `WaitForInitialized`): the initialized object, or the failure an initializer recorded.
 /// The request timeout bounds the wait.
 async fn wait_initialized(r: &Arc<Resource>, created: &Value) -> Result<Value, ApiError> {
-    use crate::registry::{CachedObject, EventType, WatchMsg};
+    use crate::registry::{EventType, Meta, WatchMsg};
     let name = api::meta::name(created).unwrap_or_default().to_string();
     let key = r.info.key(api::meta::namespace(created), &name);
     let rv = api::meta::resource_version(created)
@@ -237,7 +237,7 @@ async fn wait_initialized(r: &Arc<Resource>, created: &Value) -> Result<Value, A
     let wanted = key.clone();
     let mut events = r.cacher.watch(
         Some(rv),
-        Arc::new(move |o: &CachedObject| o.key() == wanted),
+        Arc::new(move |o: &Meta| o.key() == wanted),
         &key,
         false,
         false,

@@ -24,13 +24,15 @@ pub type FieldsFn = Arc<dyn Fn(&Value) -> Vec<(String, String)> + Send + Sync>;
 
 /// What filters need of a cached object: its key, namespace, name, labels and selectable
 /// fields, packed into one string and one offset table (two allocations per object rather
-/// than two per label and per field, so a cached pod's index costs ~0.5 KB, not ~1.5 KB).
+/// than two per label and per field, so a cached pod's index costs ~0.3 KB, not ~1.5 KB).
+/// A field's name is an interned id (the same dozen names recur in every object), and
+/// `metadata.name` and `metadata.namespace` are answered from the name and namespace.
 /// Fields with an empty value are left out: a field selector reads a missing field as `""`.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Meta {
     text: Box<str>,
     /// The end of each part in `text`: key, namespace, name, then a key and a value per
-    /// label, then a name and a value per field.
+    /// label; then per field its name's id (see [`field_names`]) and its value's end.
     ends: Box<[u32]>,
     labels: u32,
     /// Initializers are still pending: hidden unless the request includes uninitialized
@@ -49,23 +51,24 @@ impl Meta {
     ) -> Meta {
         let mut text = String::with_capacity(key.len() + namespace.len() + name.len() + 64);
         let mut ends = Vec::with_capacity(16);
-        let mut push = |s: &str| {
-            text.push_str(s);
-            ends.push(u32::try_from(text.len()).unwrap_or(u32::MAX));
-        };
-        push(key);
-        push(namespace);
-        push(name);
+        let end = |text: &String| u32::try_from(text.len()).unwrap_or(u32::MAX);
+        for part in [key, namespace, name] {
+            text.push_str(part);
+            ends.push(end(&text));
+        }
         let mut n = 0u32;
         for (k, v) in labels {
-            push(k);
-            push(v);
+            for part in [k, v] {
+                text.push_str(part);
+                ends.push(end(&text));
+            }
             n += 1;
         }
         for (k, v) in fields {
-            if !v.is_empty() {
-                push(k);
-                push(v);
+            if !v.is_empty() && !matches!(k, "metadata.name" | "metadata.namespace") {
+                ends.push(field_names::id(k));
+                text.push_str(v);
+                ends.push(end(&text));
             }
         }
         Meta {
@@ -76,21 +79,18 @@ impl Meta {
         }
     }
 
-    fn part(&self, i: usize) -> &str {
-        let start = match i {
-            0 => 0,
-            _ => self.ends.get(i - 1).copied().unwrap_or(0),
-        };
-        let end = self.ends.get(i).copied().unwrap_or(start);
+    fn slice(&self, start: u32, end: u32) -> &str {
         self.text
             .get(start as usize..end as usize)
             .unwrap_or_default()
     }
 
-    fn pairs(&self, from: usize, to: usize) -> impl Iterator<Item = (&str, &str)> {
-        (from..to)
-            .step_by(2)
-            .map(move |i| (self.part(i), self.part(i + 1)))
+    fn part(&self, i: usize) -> &str {
+        let start = match i {
+            0 => 0,
+            _ => self.ends.get(i - 1).copied().unwrap_or(0),
+        };
+        self.slice(start, self.ends.get(i).copied().unwrap_or(start))
     }
 
     /// The storage key.
@@ -108,11 +108,36 @@ impl Meta {
     }
 
     pub fn labels(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.pairs(3, 3 + 2 * self.labels as usize)
+        (3..3 + 2 * self.labels as usize)
+            .step_by(2)
+            .map(move |i| (self.part(i), self.part(i + 1)))
     }
 
-    pub fn fields(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.pairs(3 + 2 * self.labels as usize, self.ends.len())
+    /// The selectable fields with a value, by name id (without `metadata.name` and
+    /// `metadata.namespace`).
+    fn field_ids(&self) -> impl Iterator<Item = (u32, &str)> {
+        let first = 3 + 2 * self.labels as usize;
+        let mut start = first
+            .checked_sub(1)
+            .and_then(|i| self.ends.get(i))
+            .copied()
+            .unwrap_or(0);
+        self.ends
+            .get(first..)
+            .unwrap_or_default()
+            .chunks_exact(2)
+            .map(move |pair| {
+                let value = self.slice(start, pair[1]);
+                start = pair[1];
+                (pair[0], value)
+            })
+    }
+
+    /// The selectable fields with a value (without `metadata.name` and
+    /// `metadata.namespace`, which [`Meta::field`] answers from the name and namespace).
+    pub fn fields(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        self.field_ids()
+            .map(|(id, v)| (field_names::name(id).unwrap_or_default(), v))
     }
 
     pub fn label(&self, key: &str) -> Option<&str> {
@@ -120,12 +145,68 @@ impl Meta {
     }
 
     pub fn field(&self, key: &str) -> Option<&str> {
-        self.fields().find(|(k, _)| *k == key).map(|(_, v)| v)
+        match key {
+            "metadata.name" => Some(self.name()),
+            "metadata.namespace" => Some(self.namespace()),
+            _ => {
+                let id = field_names::known(key)?;
+                self.field_ids().find(|(i, _)| *i == id).map(|(_, v)| v)
+            }
+        }
     }
 
     /// Heap bytes held (for the cache's size metrics).
     pub fn heap_bytes(&self) -> usize {
         self.text.len() + 4 * self.ends.len()
+    }
+}
+
+/// The names of selectable fields, interned process-wide: each distinct name (from the
+/// built-in strategies' lists and custom resources' `selectableFields`) is stored once and
+/// never freed, so objects keep a 4-byte id per field instead of its name.
+mod field_names {
+    use std::collections::HashMap;
+    use std::sync::{LazyLock, RwLock};
+
+    #[derive(Default)]
+    struct Names {
+        by_id: Vec<&'static str>,
+        ids: HashMap<&'static str, u32>,
+    }
+
+    static NAMES: LazyLock<RwLock<Names>> = LazyLock::new(RwLock::default);
+
+    fn read() -> std::sync::RwLockReadGuard<'static, Names> {
+        NAMES
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The id of `name`, interning it on first use.
+    pub fn id(name: &str) -> u32 {
+        if let Some(id) = known(name) {
+            return id;
+        }
+        let mut names = NAMES
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(id) = names.ids.get(name) {
+            return *id;
+        }
+        let id = u32::try_from(names.by_id.len()).unwrap_or(u32::MAX);
+        let name: &'static str = Box::leak(name.to_owned().into_boxed_str());
+        names.by_id.push(name);
+        names.ids.insert(name, id);
+        id
+    }
+
+    /// The id of `name` if some object has it.
+    pub fn known(name: &str) -> Option<u32> {
+        read().ids.get(name).copied()
+    }
+
+    pub fn name(id: u32) -> Option<&'static str> {
+        read().by_id.get(id as usize).copied()
     }
 }
 
@@ -157,15 +238,6 @@ impl CachedObject {
     pub fn value(&self) -> Option<Value> {
         serde_json::from_slice(&self.json()).ok()
     }
-
-    /// The same object without its bytes: what history keeps of a previous state.
-    fn selectable(&self) -> Arc<CachedObject> {
-        Arc::new(CachedObject {
-            rv: self.rv,
-            body: Body::Plain(Bytes::new()),
-            meta: Arc::clone(&self.meta),
-        })
-    }
 }
 
 /// A cached object from stored bytes at revision `rv`.
@@ -181,6 +253,16 @@ pub fn make_object(
         body: Body::Plain(bytes),
         meta: Arc::new(meta),
     })
+}
+
+/// The index of an object from stored bytes.
+fn make_meta(
+    key: &str,
+    raw: &[u8],
+    rv: Revision,
+    fields: &dyn Fn(&Value) -> Vec<(String, String)>,
+) -> Arc<Meta> {
+    Arc::new(parse_object(key, raw, rv, fields).1)
 }
 
 /// The response bytes (stored bytes with `resourceVersion`) and the index of an object.
@@ -231,12 +313,14 @@ pub struct CacheEvent {
     /// The object after the change (for a deletion: its last state, at the deletion's
     /// resourceVersion).
     pub obj: Arc<CachedObject>,
-    pub prev: Option<Arc<CachedObject>>,
+    /// The index of the object's state before the change (what a watcher's selector
+    /// matched then).
+    pub prev: Option<Arc<Meta>>,
     pub rv: Revision,
 }
 
 /// Which objects a list or watch wants.
-pub type Predicate = Arc<dyn Fn(&CachedObject) -> bool + Send + Sync>;
+pub type Predicate = Arc<dyn Fn(&Meta) -> bool + Send + Sync>;
 
 /// What a watcher receives.
 #[derive(Debug, Clone)]
@@ -263,7 +347,8 @@ struct State {
     revision: Revision,
     /// Recent events with the time they arrived, oldest first.
     events: VecDeque<(Instant, Arc<CacheEvent>)>,
-    /// The object bytes `events` hold (counted even while an object is also current).
+    /// What `events` cost (see [`history_cost`]; an object is counted even while it is
+    /// also current).
     history_bytes: usize,
     /// What `objects` hold (see [`footprint`]).
     object_bytes: usize,
@@ -273,8 +358,9 @@ struct State {
     ready: bool,
 }
 
-/// History is kept for at most 75 s (upstream's window) and at most `HISTORY_BYTES` of
-/// objects, but always the last `MIN_EVENTS`. A watch resuming from further back is served
+/// History is kept for at most 75 s (upstream's window) and at most `HISTORY_BYTES` (of
+/// objects, indexes and the events themselves: see [`history_cost`]), but always the last
+/// `MIN_EVENTS`. A watch resuming from further back is served
 /// from the store's own history (kept until the compactor's 5-minute passes) until it has
 /// caught up, then joins the cache: so the window can be small without clients relisting.
 const EVENT_WINDOW: Duration = Duration::from_secs(75);
@@ -370,18 +456,27 @@ impl Cacher {
     }
 
     /// The object as the cache holds it: compressed once the cache is big.
-    fn make(&self, key: &str, raw: &[u8], rv: Revision) -> Arc<CachedObject> {
+    /// A cached object; it shares `prev`'s index (the object's previous state) when that
+    /// is unchanged, as it is for most updates (status, heartbeats), so the history's
+    /// versions of an object do not each hold a copy.
+    fn make(
+        &self,
+        key: &str,
+        raw: &[u8],
+        rv: Revision,
+        prev: Option<Arc<Meta>>,
+    ) -> Arc<CachedObject> {
         let (plain, meta) = parse_object(key, raw, rv, &*self.fields);
+        let meta = match prev {
+            Some(prev) if *prev == meta => prev,
+            _ => Arc::new(meta),
+        };
         let held = self.held.load(std::sync::atomic::Ordering::Relaxed);
         let body = match self.packer.lock() {
             Ok(mut p) => p.pack(plain, held),
             Err(p) => p.into_inner().pack(plain, held),
         };
-        Arc::new(CachedObject {
-            rv,
-            body,
-            meta: Arc::new(meta),
-        })
+        Arc::new(CachedObject { rv, body, meta })
     }
 
     /// Lists the prefix, then applies the store's events until the store fails.
@@ -403,7 +498,7 @@ impl Cacher {
             for kv in &page.kvs {
                 objects.insert(
                     kv.key.clone(),
-                    self.make(&kv.key, &kv.value, kv.mod_revision),
+                    self.make(&kv.key, &kv.value, kv.mod_revision, None),
                 );
                 self.held
                     .store(objects.len(), std::sync::atomic::Ordering::Relaxed);
@@ -464,8 +559,22 @@ impl Cacher {
                 }
                 return;
             }
-            Event::Put { kv, .. } => self.make(&kv.key, &kv.value, kv.mod_revision),
-            Event::Delete { revision, prev } => self.make(&prev.key, &prev.value, *revision),
+            Event::Put { kv, .. } => {
+                let prev = self
+                    .lock()
+                    .objects
+                    .get(&kv.key)
+                    .map(|o| Arc::clone(&o.meta));
+                self.make(&kv.key, &kv.value, kv.mod_revision, prev)
+            }
+            Event::Delete { revision, prev } => {
+                let current = self
+                    .lock()
+                    .objects
+                    .get(&prev.key)
+                    .map(|o| Arc::clone(&o.meta));
+                self.make(&prev.key, &prev.value, *revision, current)
+            }
         };
         let mut st = self.lock();
         let event = match ev {
@@ -484,7 +593,7 @@ impl Cacher {
                 CacheEvent {
                     kind,
                     obj,
-                    prev: prev.map(|p| p.selectable()),
+                    prev: prev.map(|p| Arc::clone(&p.meta)),
                     rv: kv.mod_revision,
                 }
             }
@@ -496,7 +605,7 @@ impl Cacher {
                 CacheEvent {
                     kind: EventType::Deleted,
                     obj,
-                    prev: old.map(|p| p.selectable()),
+                    prev: old.map(|p| Arc::clone(&p.meta)),
                     rv: revision,
                 }
             }
@@ -504,7 +613,7 @@ impl Cacher {
         let event = Arc::new(event);
         st.revision = st.revision.max(event.rv);
         dispatch(&mut st.watchers, &event);
-        st.history_bytes += event.obj.body.stored();
+        st.history_bytes += history_cost(&event);
         self.held
             .store(st.objects.len(), std::sync::atomic::Ordering::Relaxed);
         st.events.push_back((Instant::now(), Arc::clone(&event)));
@@ -605,7 +714,7 @@ impl Cacher {
     /// The current objects matching `predicate`, in key order, and the revision.
     pub fn list(
         &self,
-        predicate: &dyn Fn(&CachedObject) -> bool,
+        predicate: &dyn Fn(&Meta) -> bool,
         under: &str,
     ) -> (Vec<Arc<CachedObject>>, Revision) {
         let st = self.lock();
@@ -667,7 +776,7 @@ impl Cacher {
     /// uncached prefix, after a consistent sync for a cached one.
     pub async fn list_current(
         &self,
-        predicate: &(dyn Fn(&CachedObject) -> bool + Send + Sync),
+        predicate: &(dyn Fn(&Meta) -> bool + Send + Sync),
         under: &str,
         timeout: Duration,
     ) -> Result<(Vec<Arc<CachedObject>>, Revision), StoreError> {
@@ -723,15 +832,29 @@ pub struct CacheSizes {
     pub history_bytes: usize,
 }
 
+/// The heap bytes an event costs the history: the object's bytes (which become the
+/// history's own once the object changes again), its index unless the previous state
+/// shares it, and the event's allocations.
+fn history_cost(ev: &CacheEvent) -> usize {
+    const ALLOCATIONS: usize = 64 + 80 + 24;
+    let index = match &ev.prev {
+        Some(prev) if Arc::ptr_eq(prev, &ev.obj.meta) => 0,
+        _ => ev.obj.meta.heap_bytes() + 64,
+    };
+    ev.obj.body.stored() + index + ALLOCATIONS
+}
+
 /// The heap bytes one current object costs the cache.
 fn footprint(o: &Arc<CachedObject>) -> usize {
-    o.body.stored() + o.heap_bytes() + o.key().len()
+    // The object's and its index's allocations, and the map's entry (key and value).
+    const ALLOCATIONS: usize = 80 + 64 + 32;
+    o.body.stored() + o.heap_bytes() + o.key().len() + ALLOCATIONS
 }
 
 /// `predicate` limited to keys under `under`.
 fn scoped(predicate: Predicate, under: &str) -> Predicate {
     let under = under.to_string();
-    Arc::new(move |o: &CachedObject| o.key().starts_with(&under) && predicate(o))
+    Arc::new(move |o: &Meta| o.key().starts_with(&under) && predicate(o))
 }
 
 /// Registers a watcher on the cache, with its backlog: the current objects (`from: None`)
@@ -929,19 +1052,14 @@ impl StoreWatch {
                     CacheEvent {
                         kind,
                         obj: make_object(&kv.key, &kv.value, kv.mod_revision, fields),
-                        prev: prev.map(|p| make_object(&p.key, &p.value, p.mod_revision, fields)),
+                        prev: prev.map(|p| make_meta(&p.key, &p.value, p.mod_revision, fields)),
                         rv: kv.mod_revision,
                     }
                 }
                 Event::Delete { revision, prev } => CacheEvent {
                     kind: EventType::Deleted,
                     obj: make_object(&prev.key, &prev.value, revision, fields),
-                    prev: Some(make_object(
-                        &prev.key,
-                        &prev.value,
-                        prev.mod_revision,
-                        fields,
-                    )),
+                    prev: Some(make_meta(&prev.key, &prev.value, prev.mod_revision, fields)),
                     rv: revision,
                 },
             };
@@ -1016,14 +1134,14 @@ fn trim(st: &mut State) {
     {
         if let Some((_, old)) = st.events.pop_front() {
             st.window_floor = old.rv;
-            st.history_bytes = st.history_bytes.saturating_sub(old.obj.body.stored());
+            st.history_bytes = st.history_bytes.saturating_sub(history_cost(&old));
         }
     }
 }
 
 /// How an event looks to a watcher with `predicate`: a modification that makes an object
 /// match is an ADDED, one that makes it stop matching a DELETED.
-fn translate(ev: &CacheEvent, predicate: &dyn Fn(&CachedObject) -> bool) -> Option<EventType> {
+fn translate(ev: &CacheEvent, predicate: &dyn Fn(&Meta) -> bool) -> Option<EventType> {
     let now = predicate(&ev.obj);
     let before = ev.prev.as_ref().is_some_and(|p| predicate(p));
     match ev.kind {
@@ -1175,6 +1293,66 @@ mod tests {
             ("k", "", 0)
         );
         assert!(bare.uninitialized);
+    }
+
+    #[test]
+    fn meta_answers_name_fields_and_interns_field_names() {
+        let fields = |_: &Value| {
+            vec![
+                ("metadata.name".to_string(), "p".to_string()),
+                ("metadata.namespace".to_string(), "ns".to_string()),
+                ("spec.nodeName".to_string(), "n1".to_string()),
+                ("status.phase".to_string(), "Running".to_string()),
+            ]
+        };
+        let raw = serde_json::to_vec(&serde_json::json!({
+            "metadata": {"name": "p", "namespace": "ns"}
+        }))
+        .unwrap();
+        let a = make_object("/registry/pods/ns/p", &raw, 1, &fields);
+        let b = make_object("/registry/pods/ns/p", &raw, 2, &fields);
+        // Name and namespace are kept once, as the object's; field names are ids.
+        assert_eq!(a.text.as_ref(), "/registry/pods/ns/pnspn1Running");
+        assert_eq!(
+            a.fields().collect::<Vec<_>>(),
+            [("spec.nodeName", "n1"), ("status.phase", "Running")]
+        );
+        assert_eq!(a.field("metadata.name"), Some("p"));
+        assert_eq!(a.field("metadata.namespace"), Some("ns"));
+        assert_eq!(a.field("status.phase"), Some("Running"));
+        assert_eq!(a.field("status.never.seen"), None);
+        assert_eq!(*a.meta, *b.meta);
+    }
+
+    #[tokio::test]
+    async fn versions_with_the_same_index_share_it() {
+        let store: Arc<dyn Backend> = Arc::new(MemoryBackend::new());
+        let with_data = |label: &str, data: &str| {
+            let mut v: Value = serde_json::from_slice(&obj("a", label)).unwrap();
+            v["data"] = serde_json::json!({ "k": data });
+            bytes::Bytes::from(serde_json::to_vec(&v).unwrap())
+        };
+        let kv = store
+            .create("/registry/configmaps/ns/a", with_data("x", "1"), None)
+            .await
+            .unwrap();
+        let c = synced_configmaps(&store).await;
+        let all: Predicate = Arc::new(|_| true);
+        let (items, rv) = c.list(&*all, "/registry/configmaps/");
+        let mut w = c.watch(Some(rv), all, "/registry/configmaps/", false, false);
+        let kv = store
+            .update(&kv.key, with_data("x", "2"), kv.mod_revision, None)
+            .await
+            .unwrap();
+        store
+            .update(&kv.key, with_data("y", "2"), kv.mod_revision, None)
+            .await
+            .unwrap();
+        let (_, data_changed) = next_event(&mut w).await;
+        let (_, label_changed) = next_event(&mut w).await;
+        assert!(Arc::ptr_eq(&items[0].meta, &data_changed.meta));
+        assert!(!Arc::ptr_eq(&data_changed.meta, &label_changed.meta));
+        assert_eq!(label_changed.label("app"), Some("y"));
     }
 
     async fn next_event(w: &mut mpsc::Receiver<WatchMsg>) -> (EventType, Arc<CachedObject>) {

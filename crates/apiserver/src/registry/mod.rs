@@ -28,7 +28,7 @@ use serde_json::{Value, json};
 use store::{Backend, Clock, StoreError};
 
 pub use admit::Write as AdmissionWrite;
-pub use cache::{CachedObject, Cacher, EventType, FieldsFn, Predicate, WatchMsg};
+pub use cache::{CachedObject, Cacher, EventType, FieldsFn, Meta, Predicate, WatchMsg};
 
 /// Storage prefixes served without a watch cache (upstream's `DefaultWatchCacheSizes`).
 const UNCACHED: &[&str] = &["/registry/events"];

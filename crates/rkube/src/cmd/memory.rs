@@ -94,4 +94,17 @@ mod tests {
             v.parse::<u64>().unwrap();
         }
     }
+
+    /// The settings `main.rs` gives jemalloc reach it (unless the environment overrides
+    /// them).
+    #[cfg(not(feature = "system-alloc"))]
+    #[test]
+    fn jemalloc_reads_the_built_in_settings() {
+        if std::env::var_os("MALLOC_CONF").is_some() {
+            return;
+        }
+        use tikv_jemalloc_ctl::{Access, AsName};
+        let decay: libc::ssize_t = b"opt.dirty_decay_ms\0".name().read().unwrap();
+        assert_eq!(decay, 2000);
+    }
 }
