@@ -6,7 +6,7 @@
 //! resume from a recent resourceVersion. Watchers get events through bounded channels; one
 //! that cannot keep up is closed (its client re-watches), never blocking the others.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
@@ -319,6 +319,68 @@ pub struct CacheEvent {
     pub rv: Revision,
 }
 
+/// The current objects, by key. An entry's key is its object's own (`Meta::key`), so the
+/// map holds no second copy of it.
+#[derive(Default)]
+struct Objects(BTreeSet<ByKey>);
+
+/// An object ordered (and looked up) by its key.
+struct ByKey(Arc<CachedObject>);
+
+impl std::borrow::Borrow<str> for ByKey {
+    fn borrow(&self) -> &str {
+        self.0.key()
+    }
+}
+
+impl PartialEq for ByKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.key() == other.0.key()
+    }
+}
+
+impl Eq for ByKey {}
+
+impl PartialOrd for ByKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ByKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.key().cmp(other.0.key())
+    }
+}
+
+impl Objects {
+    fn get(&self, key: &str) -> Option<&Arc<CachedObject>> {
+        self.0.get(key).map(|e| &e.0)
+    }
+
+    /// Adds or replaces the object with its key, returning the one it replaces.
+    fn insert(&mut self, obj: Arc<CachedObject>) -> Option<Arc<CachedObject>> {
+        self.0.replace(ByKey(obj)).map(|e| e.0)
+    }
+
+    fn remove(&mut self, key: &str) -> Option<Arc<CachedObject>> {
+        self.0.take(key).map(|e| e.0)
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The objects whose keys start with `prefix`, in key order.
+    fn under<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = &'a Arc<CachedObject>> {
+        use std::ops::Bound;
+        self.0
+            .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+            .take_while(move |e| e.0.key().starts_with(prefix))
+            .map(|e| &e.0)
+    }
+}
+
 /// Which objects a list or watch wants.
 pub type Predicate = Arc<dyn Fn(&Meta) -> bool + Send + Sync>;
 
@@ -342,7 +404,7 @@ struct Watcher {
 }
 
 struct State {
-    objects: BTreeMap<String, Arc<CachedObject>>,
+    objects: Objects,
     /// The cache reflects the store up to this revision.
     revision: Revision,
     /// Recent events with the time they arrived, oldest first.
@@ -426,7 +488,7 @@ impl Cacher {
             store,
             fields,
             state: Mutex::new(State {
-                objects: BTreeMap::new(),
+                objects: Objects::default(),
                 revision: 0,
                 events: VecDeque::new(),
                 history_bytes: 0,
@@ -481,7 +543,7 @@ impl Cacher {
 
     /// Lists the prefix, then applies the store's events until the store fails.
     async fn run(self: &Arc<Self>) -> Result<(), StoreError> {
-        let mut objects = BTreeMap::new();
+        let mut objects = Objects::default();
         let mut start_after: Option<String> = None;
         let mut revision = 0;
         loop {
@@ -496,10 +558,7 @@ impl Cacher {
                 .await?;
             revision = page.revision;
             for kv in &page.kvs {
-                objects.insert(
-                    kv.key.clone(),
-                    self.make(&kv.key, &kv.value, kv.mod_revision, None),
-                );
+                objects.insert(self.make(&kv.key, &kv.value, kv.mod_revision, None));
                 self.held
                     .store(objects.len(), std::sync::atomic::Ordering::Relaxed);
             }
@@ -520,7 +579,7 @@ impl Cacher {
             .await?;
         {
             let mut st = self.lock();
-            st.object_bytes = objects.values().map(footprint).sum();
+            st.object_bytes = objects.under("").map(footprint).sum();
             st.objects = objects;
             st.revision = revision;
             st.window_floor = revision;
@@ -580,7 +639,7 @@ impl Cacher {
         let event = match ev {
             Event::Progress { .. } => return,
             Event::Put { kv, .. } => {
-                let prev = st.objects.insert(kv.key.clone(), Arc::clone(&obj));
+                let prev = st.objects.insert(Arc::clone(&obj));
                 st.object_bytes += footprint(&obj);
                 st.object_bytes = st
                     .object_bytes
@@ -720,9 +779,7 @@ impl Cacher {
         let st = self.lock();
         let items = st
             .objects
-            .range(under.to_string()..)
-            .take_while(|(k, _)| k.starts_with(under))
-            .map(|(_, o)| o)
+            .under(under)
             .filter(|o| predicate(o))
             .cloned()
             .collect();
@@ -846,9 +903,9 @@ fn history_cost(ev: &CacheEvent) -> usize {
 
 /// The heap bytes one current object costs the cache.
 fn footprint(o: &Arc<CachedObject>) -> usize {
-    // The object's and its index's allocations, and the map's entry (key and value).
-    const ALLOCATIONS: usize = 80 + 64 + 32;
-    o.body.stored() + o.heap_bytes() + o.key().len() + ALLOCATIONS
+    // The object's and its index's allocations, and the map's entry (a pointer).
+    const ALLOCATIONS: usize = 80 + 64 + 8;
+    o.body.stored() + o.heap_bytes() + ALLOCATIONS
 }
 
 /// `predicate` limited to keys under `under`.
@@ -870,12 +927,7 @@ fn register(
     let mut backlog: Vec<WatchMsg> = Vec::new();
     match from {
         None => {
-            for obj in st
-                .objects
-                .range(under.to_string()..)
-                .take_while(|(k, _)| k.starts_with(under))
-                .map(|(_, o)| o)
-            {
+            for obj in st.objects.under(under) {
                 if predicate(obj) {
                     backlog.push(WatchMsg::Event(EventType::Added, Arc::clone(obj)));
                 }
@@ -1322,6 +1374,25 @@ mod tests {
         assert_eq!(a.field("status.phase"), Some("Running"));
         assert_eq!(a.field("status.never.seen"), None);
         assert_eq!(*a.meta, *b.meta);
+    }
+
+    #[test]
+    fn objects_are_keyed_by_their_own_keys() {
+        let raw = serde_json::to_vec(&serde_json::json!({"metadata": {"name": "x"}})).unwrap();
+        let at = |key: &str, rv| make_object(key, &raw, rv, &|_| Vec::new());
+        let mut objects = Objects::default();
+        for key in ["/r/b/z", "/r/a/x", "/r/ab/y"] {
+            assert!(objects.insert(at(key, 1)).is_none());
+        }
+        let replaced = objects.insert(at("/r/a/x", 2)).unwrap();
+        assert_eq!((replaced.key(), replaced.rv), ("/r/a/x", 1));
+        assert_eq!(objects.get("/r/a/x").unwrap().rv, 2);
+        let keys = |prefix| objects.under(prefix).map(|o| o.key()).collect::<Vec<_>>();
+        assert_eq!(keys("/r/a/"), ["/r/a/x"]);
+        assert_eq!(keys("/r/"), ["/r/a/x", "/r/ab/y", "/r/b/z"]);
+        assert!(keys("/r/c").is_empty());
+        assert_eq!(objects.remove("/r/ab/y").unwrap().key(), "/r/ab/y");
+        assert_eq!(objects.len(), 2);
     }
 
     #[tokio::test]
