@@ -285,9 +285,11 @@ impl SqliteBackend {
                 return Err(startup_error(&path, check));
             }
         }
+        // An 8 MB page cache: the tables' inner pages fit; the leaf and overflow pages a
+        // write touches are rarely touched again soon (each object is its own row).
         wconn
             .execute_batch(
-                "PRAGMA synchronous=FULL; PRAGMA cache_size=-16384; PRAGMA wal_autocheckpoint=4000;",
+                "PRAGMA synchronous=FULL; PRAGMA cache_size=-8192; PRAGMA wal_autocheckpoint=4000;",
             )
             .map_err(sql_err)?;
         wconn
