@@ -27,13 +27,8 @@ pub fn field_predicate(
     let sel = api::selector::FieldSelector::parse(s).map_err(ApiError::from)?;
     sel.check_supported_fields(supported)
         .map_err(ApiError::from)?;
-    Ok(Some(Arc::new(move |o: &Meta| {
-        sel.matches(|k| match k {
-            "metadata.name" => Some(o.name()),
-            "metadata.namespace" => Some(o.namespace()),
-            other => o.field(other),
-        })
-    })))
+    // `Meta::field` answers `metadata.name` and `metadata.namespace` too.
+    Ok(Some(Arc::new(move |o: &Meta| sel.matches(|k| o.field(k)))))
 }
 
 /// All predicates together (`None`: everything matches).

@@ -517,10 +517,10 @@ impl Cacher {
         }
     }
 
-    /// The object as the cache holds it: compressed once the cache is big.
-    /// A cached object; it shares `prev`'s index (the object's previous state) when that
-    /// is unchanged, as it is for most updates (status, heartbeats), so the history's
-    /// versions of an object do not each hold a copy.
+    /// The object as the cache holds it: compressed once the cache is big, and sharing
+    /// `prev`'s index (the object's previous state) when that is unchanged, as it is for
+    /// most updates (status, heartbeats), so the history's versions of an object do not
+    /// each hold a copy.
     fn make(
         &self,
         key: &str,
@@ -539,6 +539,12 @@ impl Cacher {
             Err(p) => p.into_inner().pack(plain, held),
         };
         Arc::new(CachedObject { rv, body, meta })
+    }
+
+    /// The next state of the object at `key`, sharing the current state's index if equal.
+    fn make_next(&self, key: &str, raw: &[u8], rv: Revision) -> Arc<CachedObject> {
+        let current = self.lock().objects.get(key).map(|o| Arc::clone(&o.meta));
+        self.make(key, raw, rv, current)
     }
 
     /// Lists the prefix, then applies the store's events until the store fails.
@@ -618,22 +624,8 @@ impl Cacher {
                 }
                 return;
             }
-            Event::Put { kv, .. } => {
-                let prev = self
-                    .lock()
-                    .objects
-                    .get(&kv.key)
-                    .map(|o| Arc::clone(&o.meta));
-                self.make(&kv.key, &kv.value, kv.mod_revision, prev)
-            }
-            Event::Delete { revision, prev } => {
-                let current = self
-                    .lock()
-                    .objects
-                    .get(&prev.key)
-                    .map(|o| Arc::clone(&o.meta));
-                self.make(&prev.key, &prev.value, *revision, current)
-            }
+            Event::Put { kv, .. } => self.make_next(&kv.key, &kv.value, kv.mod_revision),
+            Event::Delete { revision, prev } => self.make_next(&prev.key, &prev.value, *revision),
         };
         let mut st = self.lock();
         let event = match ev {
@@ -893,19 +885,23 @@ pub struct CacheSizes {
 /// history's own once the object changes again), its index unless the previous state
 /// shares it, and the event's allocations.
 fn history_cost(ev: &CacheEvent) -> usize {
-    const ALLOCATIONS: usize = 64 + 80 + 24;
+    // The event's allocation and its slot in the deque.
+    const EVENT_ALLOCATIONS: usize = 64 + 24;
     let index = match &ev.prev {
         Some(prev) if Arc::ptr_eq(prev, &ev.obj.meta) => 0,
-        _ => ev.obj.meta.heap_bytes() + 64,
+        _ => ev.obj.meta.heap_bytes() + META_ALLOCATION,
     };
-    ev.obj.body.stored() + index + ALLOCATIONS
+    ev.obj.body.stored() + OBJECT_ALLOCATION + index + EVENT_ALLOCATIONS
 }
+
+/// The allocator's size class of an `Arc<CachedObject>` and of an `Arc<Meta>`.
+const OBJECT_ALLOCATION: usize = 80;
+const META_ALLOCATION: usize = 64;
 
 /// The heap bytes one current object costs the cache.
 fn footprint(o: &Arc<CachedObject>) -> usize {
     // The object's and its index's allocations, and the map's entry (a pointer).
-    const ALLOCATIONS: usize = 80 + 64 + 8;
-    o.body.stored() + o.heap_bytes() + ALLOCATIONS
+    o.body.stored() + o.heap_bytes() + OBJECT_ALLOCATION + META_ALLOCATION + 8
 }
 
 /// `predicate` limited to keys under `under`.
@@ -1108,12 +1104,16 @@ impl StoreWatch {
                         rv: kv.mod_revision,
                     }
                 }
-                Event::Delete { revision, prev } => CacheEvent {
-                    kind: EventType::Deleted,
-                    obj: make_object(&prev.key, &prev.value, revision, fields),
-                    prev: Some(make_meta(&prev.key, &prev.value, prev.mod_revision, fields)),
-                    rv: revision,
-                },
+                Event::Delete { revision, prev } => {
+                    // The last state is both the object and its previous state: one index.
+                    let obj = make_object(&prev.key, &prev.value, revision, fields);
+                    CacheEvent {
+                        kind: EventType::Deleted,
+                        prev: Some(Arc::clone(&obj.meta)),
+                        obj,
+                        rv: revision,
+                    }
+                }
             };
             after = after.max(event.rv);
             if let Some(kind) = translate(&event, &*self.predicate)
