@@ -34,6 +34,7 @@ use runtime::expectations::Expectations;
 use runtime::workqueue::WorkQueue;
 use serde_json::{Value, json};
 
+use crate::cachedpod::CachedPod;
 use crate::history;
 use crate::informers::{self, Informer, Next};
 use crate::pods::{self, PodView};
@@ -929,7 +930,7 @@ pub fn cleanup_history(ds: &Value, old: &[&Value], owned: &[&Value]) -> Vec<Stri
 /// The controller's shared state.
 struct Shared {
     daemonsets: Store<DaemonSet>,
-    pods: Store<Pod>,
+    pods: Store<CachedPod>,
     nodes: Store<Node>,
     revisions: Store<ControllerRevision>,
     queue: WorkQueue<String>,
@@ -974,7 +975,7 @@ fn node_signature(node: &Node) -> String {
 /// Runs the DaemonSet controller with `workers` workers until the process ends.
 pub async fn run_daemonsets(
     daemonsets: Arc<Informer<DaemonSet>>,
-    pods: Arc<Informer<Pod>>,
+    pods: Arc<Informer<CachedPod>>,
     nodes: Arc<Informer<Node>>,
     revisions: Arc<Informer<ControllerRevision>>,
     writer: Client,

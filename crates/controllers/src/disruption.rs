@@ -29,12 +29,13 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::Client;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{ObjectRef, Store};
 use runtime::events::{EventType, Recorder};
 use runtime::workqueue::WorkQueue;
 use serde_json::{Value, json};
 
+use crate::cachedpod::CachedPod;
 use crate::informers::{self, Informer, Next};
 use crate::util::rfc3339;
 
@@ -487,18 +488,18 @@ pub fn stale_disruption_in(pod: &Value, now_ms: i64) -> Option<i64> {
     Some((since.saturating_add(STALE_POD_DISRUPTION_TIMEOUT_MS) - now_ms).max(0))
 }
 
-/// The pod with its stale `DisruptionTarget` condition reset to `False` (upstream's
-/// `UpdatePodCondition` of a bare condition: reason and message cleared, the transition
-/// time now).
+/// The strategic merge patch of a pod's status that resets its stale `DisruptionTarget`
+/// condition to `False` (upstream's `UpdatePodCondition` of a bare condition: reason,
+/// message and probe time cleared, the transition time now), with the pod's
+/// resourceVersion as a precondition. A patch rather than the whole status, because the
+/// cached pod holds only what controllers read.
 pub fn clear_disruption_target(pod: &Value, now_ms: i64) -> Value {
-    let mut updated = pod.clone();
-    if let Some(conds) = updated["status"]["conditions"].as_array_mut() {
-        for c in conds.iter_mut().filter(|c| c["type"] == "DisruptionTarget") {
-            *c = json!({"type": "DisruptionTarget", "status": "False",
-                        "lastTransitionTime": rfc3339(now_ms)});
-        }
-    }
-    updated
+    json!({
+        "metadata": {"resourceVersion": pod["metadata"]["resourceVersion"]},
+        "status": {"conditions": [{"type": "DisruptionTarget", "status": "False",
+            "lastTransitionTime": rfc3339(now_ms), "reason": null, "message": null,
+            "lastProbeTime": null}]},
+    })
 }
 
 /// The budgets of `ns` whose selectors pick a pod with these labels.
@@ -523,7 +524,7 @@ fn budgets_for(pdbs: &Store<PodDisruptionBudget>, pod: &Value) -> Vec<String> {
 
 struct Shared {
     pdbs: Store<PodDisruptionBudget>,
-    pods: Store<Pod>,
+    pods: Store<CachedPod>,
     replicasets: Store<ReplicaSet>,
     deployments: Store<Deployment>,
     queue: WorkQueue<String>,
@@ -716,10 +717,12 @@ async fn sync_stale(s: Arc<Shared>, key: String) -> Result<(), kube::Error> {
             Ok(())
         }
         Some(_) => {
-            let body: Pod = serde_json::from_value(clear_disruption_target(&pod, now))
-                .map_err(kube::Error::SerdeError)?;
             Api::<Pod>::namespaced(s.writer.clone(), ns)
-                .replace_status(name, &PostParams::default(), &body)
+                .patch_status(
+                    name,
+                    &PatchParams::default(),
+                    &Patch::Strategic(clear_disruption_target(&pod, now)),
+                )
                 .await?;
             tracing::info!(pod = %key, "reset stale DisruptionTarget condition to False");
             Ok(())
@@ -730,7 +733,7 @@ async fn sync_stale(s: Arc<Shared>, key: String) -> Result<(), kube::Error> {
 /// Runs the controller with `workers` workers until the informers stop.
 pub async fn run_disruption(
     pdbs: Arc<Informer<PodDisruptionBudget>>,
-    pods: Arc<Informer<Pod>>,
+    pods: Arc<Informer<CachedPod>>,
     replicasets: Arc<Informer<ReplicaSet>>,
     deployments: Arc<Informer<Deployment>>,
     writer: Client,
@@ -753,7 +756,7 @@ pub async fn run_disruption(
         // The budgets each pod was last seen under, so a pod whose labels change also
         // updates the budget it left.
         let matched: Mutex<HashMap<String, Vec<String>>> = Mutex::new(HashMap::new());
-        let pod_changed = |pod: &Pod, gone: bool| {
+        let pod_changed = |pod: &CachedPod, gone: bool| {
             let key = crate::run::object_key(&pod.metadata);
             let disruption_target = pod
                 .status
@@ -1082,11 +1085,18 @@ mod tests {
             "lastTransitionTime": rfc3339(NOW - 30_000)}]);
         assert_eq!(stale_disruption_in(&p, NOW), Some(90_000));
         assert_eq!(stale_disruption_in(&p, NOW + 200_000), Some(0));
-        let cleared = clear_disruption_target(&p, NOW + 200_000);
+        p["metadata"]["resourceVersion"] = json!("42");
+        let patch = clear_disruption_target(&p, NOW + 200_000);
         assert_eq!(
-            cleared["status"]["conditions"][0],
-            json!({"type": "DisruptionTarget", "status": "False", "lastTransitionTime": rfc3339(NOW + 200_000)})
+            patch,
+            json!({"metadata": {"resourceVersion": "42"},
+                "status": {"conditions": [{"type": "DisruptionTarget", "status": "False",
+                    "lastTransitionTime": rfc3339(NOW + 200_000), "reason": null,
+                    "message": null, "lastProbeTime": null}]}})
         );
+        let mut cleared = p.clone();
+        cleared["status"]["conditions"][0] = json!({"type": "DisruptionTarget",
+            "status": "False", "lastTransitionTime": rfc3339(NOW + 200_000)});
         assert_eq!(stale_disruption_in(&cleared, NOW + 200_000), None);
         // Being deleted, terminal, or set by the kubelet: never stale.
         let mut deleting = p.clone();

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{
-    EndpointAddress, EndpointPort, EndpointSubset, Endpoints, ObjectReference, Pod, Service,
+    EndpointAddress, EndpointPort, EndpointSubset, Endpoints, ObjectReference, Service,
 };
 use kube::Client;
 use kube::api::{Api, DeleteParams, PostParams};
@@ -19,6 +19,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use runtime::events::{EventType, KubeSink, Recorder, RecorderConfig};
 use runtime::workqueue::WorkQueue;
 
+use crate::cachedpod::CachedPod;
 use crate::informers::{self, Informer, Next};
 use crate::services::{self, HEADLESS_LABEL, TRIGGER_TIME_ANNOTATION, TriggerTimeTracker, is_ipv6};
 use crate::util::lock;
@@ -33,7 +34,7 @@ const LEADER_ANNOTATION: &str = "control-plane.alpha.kubernetes.io/leader";
 /// `podToEndpointAddressForService`: the pod's address in the Service's first IP family
 /// (from `ipFamilies`, else the cluster IP, else — headless — the pod IP), with its node
 /// and a reference to the pod; `None` when the pod has no IP of that family.
-pub fn pod_address(svc: &Service, pod: &Pod) -> Option<EndpointAddress> {
+pub fn pod_address(svc: &Service, pod: &CachedPod) -> Option<EndpointAddress> {
     let spec = svc.spec.as_ref();
     let ipv6 = match spec
         .and_then(|s| s.ip_families.as_ref())
@@ -68,7 +69,7 @@ pub fn pod_address(svc: &Service, pod: &Pod) -> Option<EndpointAddress> {
 }
 
 /// The `targetRef` of a pod's endpoint.
-pub fn pod_reference(pod: &Pod) -> ObjectReference {
+pub fn pod_reference(pod: &CachedPod) -> ObjectReference {
     ObjectReference {
         kind: Some("Pod".into()),
         namespace: pod.metadata.namespace.clone(),
@@ -85,7 +86,7 @@ fn none_if_empty<T>(v: Vec<T>) -> Option<Vec<T>> {
 /// The subsets the selected `pods` give (before repacking): one subset per pod and
 /// resolved port (upstream's `addEndpointSubset`), ready or not as the pod's Ready
 /// condition says unless the Service publishes not-ready addresses.
-fn raw_subsets(svc: &Service, pods: &[&Pod]) -> Vec<EndpointSubset> {
+fn raw_subsets(svc: &Service, pods: &[&CachedPod]) -> Vec<EndpointSubset> {
     let spec = svc.spec.clone().unwrap_or_default();
     let tolerate_unready = spec.publish_not_ready_addresses.unwrap_or(false);
     let ports = spec.ports.clone().unwrap_or_default();
@@ -138,7 +139,7 @@ fn raw_subsets(svc: &Service, pods: &[&Pod]) -> Vec<EndpointSubset> {
 }
 
 /// The subsets for the Service's selected `pods`, repacked and sorted.
-pub fn desired_subsets(svc: &Service, pods: &[&Pod]) -> Vec<EndpointSubset> {
+pub fn desired_subsets(svc: &Service, pods: &[&CachedPod]) -> Vec<EndpointSubset> {
     repack_subsets(raw_subsets(svc, pods))
 }
 
@@ -365,7 +366,7 @@ fn labels_of(m: &Option<BTreeMap<String, String>>) -> BTreeMap<String, String> {
 /// capacity annotation are already right. `trigger` is the trigger-time tracker's answer.
 pub fn plan(
     svc: &Service,
-    pods: &[&Pod],
+    pods: &[&CachedPod],
     current: Option<&Endpoints>,
     trigger: Option<Timestamp>,
 ) -> Action {
@@ -445,7 +446,7 @@ pub(crate) fn namespace_terminating(e: &kube::Error) -> bool {
 
 struct Shared {
     services: Store<Service>,
-    pods: Arc<Informer<Pod>>,
+    pods: Arc<Informer<CachedPod>>,
     endpoints: Store<Endpoints>,
     queue: WorkQueue<String>,
     writer: Client,
@@ -459,7 +460,7 @@ struct Shared {
 /// Runs the Endpoints controller with `workers` workers until the process ends.
 pub async fn run_endpoints(
     services: Arc<Informer<Service>>,
-    pods: Arc<Informer<Pod>>,
+    pods: Arc<Informer<CachedPod>>,
     endpoints: Arc<Informer<Endpoints>>,
     writer: Client,
     workers: usize,
@@ -874,7 +875,7 @@ mod tests {
     #[test]
     fn truncation_over_capacity() {
         let s = web_service();
-        let pods: Vec<Pod> = (0..1100)
+        let pods: Vec<CachedPod> = (0..1100)
             .map(|i| {
                 pod(
                     &format!("p{i}"),
@@ -883,7 +884,7 @@ mod tests {
                 )
             })
             .collect();
-        let refs: Vec<&Pod> = pods.iter().collect();
+        let refs: Vec<&CachedPod> = pods.iter().collect();
         let ep = created(plan(&s, &refs, None, None));
         let sub = &ep.subsets.as_ref().unwrap()[0];
         // All 550 ready addresses kept, the not-ready ones cut to the remaining 450.
@@ -894,7 +895,7 @@ mod tests {
             "truncated"
         );
         // More than 1000 ready: only ready ones, 1000 of them.
-        let ready: Vec<Pod> = (0..1200)
+        let ready: Vec<CachedPod> = (0..1200)
             .map(|i| {
                 pod(
                     &format!("r{i}"),
@@ -903,7 +904,7 @@ mod tests {
                 )
             })
             .collect();
-        let refs: Vec<&Pod> = ready.iter().collect();
+        let refs: Vec<&CachedPod> = ready.iter().collect();
         let ep = created(plan(&s, &refs, None, None));
         let sub = &ep.subsets.as_ref().unwrap()[0];
         assert_eq!(sub.addresses.as_ref().unwrap().len(), 1000);

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod, Service};
+use k8s_openapi::api::core::v1::{Node, ObjectReference, Service};
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort, EndpointSlice};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::Client;
@@ -23,6 +23,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use runtime::events::{EventType, KubeSink, Recorder, RecorderConfig};
 use runtime::workqueue::WorkQueue;
 
+use crate::cachedpod::CachedPod;
 use crate::informers::{self, Informer, Next};
 use crate::services::{self, HEADLESS_LABEL, TRIGGER_TIME_ANNOTATION, TriggerTimeTracker};
 use crate::util::lock;
@@ -78,7 +79,7 @@ pub fn address_types(svc: &Service) -> BTreeSet<&'static str> {
 }
 
 /// `getEndpointPorts`: the Service's ports resolved on the pod (those it lacks left out).
-pub fn endpoint_ports(svc: &Service, pod: &Pod) -> Vec<EndpointPort> {
+pub fn endpoint_ports(svc: &Service, pod: &CachedPod) -> Vec<EndpointPort> {
     let ports = svc
         .spec
         .as_ref()
@@ -102,7 +103,7 @@ pub fn endpoint_ports(svc: &Service, pod: &Pod) -> Vec<EndpointPort> {
 /// true for a terminating pod unless the Service publishes not-ready addresses;
 /// `serving` is the Ready condition.
 pub fn pod_to_endpoint(
-    pod: &Pod,
+    pod: &CachedPod,
     zone: Option<&str>,
     svc: &Service,
     address_type: &str,
@@ -414,7 +415,7 @@ fn reconcile_port_mapping(
 /// deletes for the Service's slices of one address type.
 fn reconcile_address_type(
     svc: &Service,
-    pods: &[&Pod],
+    pods: &[&CachedPod],
     node_zone: &dyn Fn(&str) -> Option<Option<String>>,
     existing: &[&EndpointSlice],
     address_type: &str,
@@ -521,7 +522,7 @@ fn reconcile_address_type(
 /// a Service being deleted.
 pub fn reconcile(
     svc: &Service,
-    pods: &[&Pod],
+    pods: &[&CachedPod],
     node_zone: &dyn Fn(&str) -> Option<Option<String>>,
     existing: &[&EndpointSlice],
     max_endpoints_per_slice: usize,
@@ -686,7 +687,7 @@ pub enum SyncError {
 
 struct Shared {
     services: Store<Service>,
-    pods: Arc<Informer<Pod>>,
+    pods: Arc<Informer<CachedPod>>,
     slices: Store<EndpointSlice>,
     nodes: Store<Node>,
     queue: WorkQueue<String>,
@@ -700,7 +701,7 @@ struct Shared {
 /// Runs the EndpointSlice controller with `workers` workers until the process ends.
 pub async fn run_endpointslices(
     services: Arc<Informer<Service>>,
-    pods: Arc<Informer<Pod>>,
+    pods: Arc<Informer<CachedPod>>,
     slices: Arc<Informer<EndpointSlice>>,
     nodes: Arc<Informer<Node>>,
     writer: Client,
@@ -893,7 +894,7 @@ mod tests {
         }
     }
 
-    fn pods(n: usize) -> Vec<Pod> {
+    fn pods(n: usize) -> Vec<CachedPod> {
         (0..n)
             .map(|i| {
                 pod(
@@ -929,7 +930,7 @@ mod tests {
     fn new_service_gets_one_slice_with_ready_endpoints() {
         let s = web_service();
         let ps = pods(3);
-        let refs: Vec<&Pod> = ps.iter().collect();
+        let refs: Vec<&CachedPod> = ps.iter().collect();
         let t = Some("2024-01-01T00:00:00Z".parse().unwrap());
         let plan = reconcile(&s, &refs, &zone_a, &[], 100, t);
         assert!(plan.update.is_empty() && plan.delete.is_empty() && plan.errors.is_empty());
@@ -1028,7 +1029,7 @@ mod tests {
     fn unchanged_slices_are_not_written() {
         let s = web_service();
         let ps = pods(3);
-        let refs: Vec<&Pod> = ps.iter().collect();
+        let refs: Vec<&CachedPod> = ps.iter().collect();
         let plan = reconcile(&s, &refs, &zone_a, &[], 100, None);
         let mut existing = as_existing(&plan.create, 0);
         // A pod's resourceVersion in the target does not count.
@@ -1068,7 +1069,7 @@ mod tests {
     fn slices_hold_at_most_max_and_shrink_in_place() {
         let s = web_service();
         let ps = pods(250);
-        let refs: Vec<&Pod> = ps.iter().collect();
+        let refs: Vec<&CachedPod> = ps.iter().collect();
         let plan = reconcile(&s, &refs, &zone_a, &[], 100, None);
         assert_eq!(plan.create.len(), 3);
         let mut sizes: Vec<usize> = plan.create.iter().map(|s| s.endpoints.len()).collect();
@@ -1086,7 +1087,7 @@ mod tests {
         let mut small = existing.clone();
         small[2].endpoints.truncate(40);
         let srefs: Vec<&EndpointSlice> = small.iter().collect();
-        let fifty: Vec<&Pod> = refs.iter().take(240).copied().collect();
+        let fifty: Vec<&CachedPod> = refs.iter().take(240).copied().collect();
         let plan = reconcile(&s, &fifty, &zone_a, &srefs, 100, None);
         assert!(plan.create.is_empty() && plan.delete.is_empty(), "{plan:?}");
         assert_eq!(plan.update.len(), 1);
@@ -1097,7 +1098,7 @@ mod tests {
     fn fills_the_fullest_updated_slice_first() {
         let s = web_service();
         let ps = pods(150);
-        let refs: Vec<&Pod> = ps.iter().collect();
+        let refs: Vec<&CachedPod> = ps.iter().collect();
         let plan = reconcile(&s, &refs, &zone_a, &[], 100, None);
         let existing = as_existing(&plan.create, 0);
         let srefs: Vec<&EndpointSlice> = existing.iter().collect();
@@ -1120,7 +1121,7 @@ mod tests {
             .clone()
             .unwrap();
         let more = pods(155);
-        let now: Vec<&Pod> = more
+        let now: Vec<&CachedPod> = more
             .iter()
             .filter(|p| {
                 let n = p.metadata.name.clone().unwrap();

@@ -26,6 +26,7 @@ use runtime::expectations::Expectations;
 use runtime::workqueue::WorkQueue;
 use serde_json::{Value, json};
 
+use crate::cachedpod::CachedPod;
 use crate::informers::{self, Informer, Next};
 use crate::pods::{self, PodView};
 use crate::run::{key_of, now_ms};
@@ -1227,8 +1228,8 @@ pub fn orphan_needs_cleanup(pod: &Value, job_of: impl Fn(&str) -> Option<Value>)
 /// The loop's shared state.
 struct Shared {
     jobs: Store<Job>,
-    pods: Store<Pod>,
-    pod_informer: Arc<Informer<Pod>>,
+    pods: Store<CachedPod>,
+    pod_informer: Arc<Informer<CachedPod>>,
     queue: WorkQueue<String>,
     orphans: WorkQueue<String>,
     expectations: Mutex<Expectations>,
@@ -1270,7 +1271,7 @@ impl Shared {
 /// Runs the Job controller with `workers` workers until the process ends.
 pub async fn run_jobs(
     jobs: Arc<Informer<Job>>,
-    pod_informer: Arc<Informer<Pod>>,
+    pod_informer: Arc<Informer<CachedPod>>,
     writer: Client,
     workers: usize,
 ) {

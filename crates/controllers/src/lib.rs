@@ -4,6 +4,7 @@
 //! feed them from informers and carry the actions out through the API server come with the
 //! rest of issue 5.
 
+pub mod cachedpod;
 pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;

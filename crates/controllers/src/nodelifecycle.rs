@@ -28,6 +28,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use kube::runtime::reflector::ObjectRef;
 use serde_json::json;
 
+use crate::cachedpod::CachedPod;
 use crate::informers::Informer;
 
 pub const NOT_READY: &str = "node.kubernetes.io/not-ready";
@@ -253,7 +254,7 @@ struct Health {
 /// Runs the node lifecycle controller until the process ends.
 pub async fn run_node_lifecycle(
     nodes: Arc<Informer<Node>>,
-    pods: Arc<Informer<Pod>>,
+    pods: Arc<Informer<CachedPod>>,
     leases: Arc<Informer<Lease>>,
     writer: Client,
     options: Options,
@@ -360,7 +361,7 @@ pub async fn run_node_lifecycle(
 
 /// Sets `Ready=False` on the pods of a node that went silent (upstream's
 /// `MarkPodsNotReady`).
-async fn mark_pods_not_ready(pods: &Informer<Pod>, writer: &Client, node: &str) {
+async fn mark_pods_not_ready(pods: &Informer<CachedPod>, writer: &Client, node: &str) {
     for pod in pods.by_index("node", node) {
         if pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) != Some(node) {
             continue;
@@ -382,7 +383,7 @@ async fn mark_pods_not_ready(pods: &Informer<Pod>, writer: &Client, node: &str) 
 /// The taint manager: deletes the pods that do not tolerate their node's NoExecute
 /// taints (long enough).
 async fn evict(
-    pods: &Informer<Pod>,
+    pods: &Informer<CachedPod>,
     writer: &Client,
     tainted: &HashMap<String, Vec<Taint>>,
     now: Timestamp,

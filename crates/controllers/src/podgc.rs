@@ -19,6 +19,7 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use serde_json::json;
 
+use crate::cachedpod::CachedPod;
 use crate::informers::Informer;
 
 /// upstream's `gcCheckPeriod`.
@@ -28,14 +29,14 @@ pub const QUARANTINE: Duration = Duration::from_secs(40);
 /// upstream's default `--terminated-pod-gc-threshold`.
 pub const DEFAULT_THRESHOLD: usize = 12_500;
 
-fn terminated(p: &Pod) -> bool {
+fn terminated(p: &CachedPod) -> bool {
     matches!(
         p.status.as_ref().and_then(|s| s.phase.as_deref()),
         Some("Succeeded" | "Failed")
     )
 }
 
-fn node_of(p: &Pod) -> Option<&str> {
+fn node_of(p: &CachedPod) -> Option<&str> {
     p.spec
         .as_ref()
         .and_then(|s| s.node_name.as_deref())
@@ -44,11 +45,11 @@ fn node_of(p: &Pod) -> Option<&str> {
 
 /// `gcTerminated`: the terminated pods beyond `threshold`, oldest first (none when the
 /// threshold is 0).
-pub fn terminated_to_delete(pods: &[Arc<Pod>], threshold: usize) -> Vec<Arc<Pod>> {
+pub fn terminated_to_delete(pods: &[Arc<CachedPod>], threshold: usize) -> Vec<Arc<CachedPod>> {
     if threshold == 0 {
         return Vec::new();
     }
-    let mut done: Vec<&Arc<Pod>> = pods
+    let mut done: Vec<&Arc<CachedPod>> = pods
         .iter()
         .filter(|p| terminated(p) && p.metadata.deletion_timestamp.is_none())
         .collect();
@@ -67,7 +68,7 @@ pub fn terminated_to_delete(pods: &[Arc<Pod>], threshold: usize) -> Vec<Arc<Pod>
 }
 
 /// `gcUnscheduledTerminating`: pods being deleted that no node will ever finish.
-pub fn unscheduled_terminating(pods: &[Arc<Pod>]) -> Vec<Arc<Pod>> {
+pub fn unscheduled_terminating(pods: &[Arc<CachedPod>]) -> Vec<Arc<CachedPod>> {
     pods.iter()
         .filter(|p| p.metadata.deletion_timestamp.is_some() && node_of(p).is_none())
         .cloned()
@@ -78,7 +79,7 @@ pub fn unscheduled_terminating(pods: &[Arc<Pod>]) -> Vec<Arc<Pod>> {
 /// missing from `nodes` (forgetting nodes that came back) and returns those missing for
 /// at least `QUARANTINE` at `now`, to confirm with the API server.
 pub fn quarantined_nodes(
-    pods: &[Arc<Pod>],
+    pods: &[Arc<CachedPod>],
     nodes: &HashSet<String>,
     missing_since: &mut HashMap<String, Instant>,
     now: Instant,
@@ -101,7 +102,7 @@ pub fn quarantined_nodes(
 
 /// Runs the pod garbage collector until the process ends.
 pub async fn run_pod_gc(
-    pods: Arc<Informer<Pod>>,
+    pods: Arc<Informer<CachedPod>>,
     nodes: Arc<Informer<Node>>,
     writer: Client,
     threshold: usize,
@@ -148,7 +149,7 @@ pub async fn run_pod_gc(
 
 /// Force-deletes a pod (grace 0, uid precondition); an orphaned pod not yet terminal is
 /// first marked Failed with the `DisruptionTarget` condition, as upstream.
-async fn delete(writer: &Client, pod: &Pod, mark_failed: bool) {
+async fn delete(writer: &Client, pod: &CachedPod, mark_failed: bool) {
     let ns = pod.metadata.namespace.clone().unwrap_or_default();
     let name = pod.metadata.name.clone().unwrap_or_default();
     let api: Api<Pod> = Api::namespaced(writer.clone(), &ns);
@@ -185,7 +186,13 @@ mod tests {
 
     use super::*;
 
-    fn pod(name: &str, phase: &str, node: Option<&str>, created: &str, deleting: bool) -> Arc<Pod> {
+    fn pod(
+        name: &str,
+        phase: &str,
+        node: Option<&str>,
+        created: &str,
+        deleting: bool,
+    ) -> Arc<CachedPod> {
         let mut p = json!({"metadata": {"name": name, "namespace": "default", "uid": name,
                 "creationTimestamp": created},
             "spec": {"containers": []}, "status": {"phase": phase}});
@@ -198,7 +205,7 @@ mod tests {
         Arc::new(serde_json::from_value(p).unwrap())
     }
 
-    fn names(pods: &[Arc<Pod>]) -> Vec<String> {
+    fn names(pods: &[Arc<CachedPod>]) -> Vec<String> {
         pods.iter()
             .map(|p| p.metadata.name.clone().unwrap())
             .collect()

@@ -1,6 +1,6 @@
 //! What controllers read off pods (upstream's `podutil` and `controller_utils` helpers).
 
-use k8s_openapi::api::core::v1::Pod;
+use crate::cachedpod::CachedPod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use serde_json::Value;
 
@@ -230,7 +230,7 @@ pub struct PodSummary {
 }
 
 impl PodSummary {
-    pub fn of(pod: &Pod) -> PodSummary {
+    pub fn of(pod: &CachedPod) -> PodSummary {
         let m = &pod.metadata;
         let text = |s: &Option<String>| Box::<str>::from(s.as_deref().unwrap_or_default());
         let status = pod.status.as_ref();
@@ -348,7 +348,7 @@ mod summary_tests {
 
     /// The summary answers every question as the pod's JSON does.
     fn same_answers(full: &Value) {
-        let pod: Pod = serde_json::from_value(full.clone()).unwrap();
+        let pod: CachedPod = serde_json::from_value(full.clone()).unwrap();
         let s = PodSummary::of(&pod);
         assert_eq!(s.name(), full.name());
         assert_eq!(s.uid(), full.uid());

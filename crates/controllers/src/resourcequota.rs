@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{
-    ConfigMap, PersistentVolumeClaim, Pod, ResourceQuota, Secret, Service,
+    ConfigMap, PersistentVolumeClaim, ResourceQuota, Secret, Service,
 };
 use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
@@ -36,6 +36,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use runtime::workqueue::WorkQueue;
 use serde_json::Value;
 
+use crate::cachedpod::CachedPod;
 use crate::informers::{self, Informer, Next};
 use crate::util::lock;
 
@@ -65,7 +66,7 @@ pub fn quota_v1_pod(pod: &Value, now_ms: i64) -> bool {
 }
 
 /// [`quota_v1_pod`] on a typed pod (the informer's, without serializing it).
-fn pod_charged(pod: &Pod, now_ms: i64) -> bool {
+fn pod_charged(pod: &CachedPod, now_ms: i64) -> bool {
     let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
     if matches!(phase, Some("Succeeded" | "Failed")) {
         return false;
@@ -119,7 +120,7 @@ pub fn needs_prompt_count(quota: &Value) -> bool {
 /// The informers the controller counts from.
 pub struct Caches {
     pub quotas: Arc<Informer<ResourceQuota>>,
-    pub pods: Arc<Informer<Pod>>,
+    pub pods: Arc<Informer<CachedPod>>,
     pub services: Arc<Informer<Service>>,
     pub config_maps: Arc<Informer<ConfigMap>>,
     pub secrets: Arc<Informer<Secret>>,
@@ -137,7 +138,7 @@ struct Seen {
 
 struct Shared {
     quotas: Store<ResourceQuota>,
-    pods: Store<Pod>,
+    pods: Store<CachedPod>,
     services: Store<Service>,
     config_maps: Store<ConfigMap>,
     secrets: Store<Secret>,
@@ -556,7 +557,7 @@ mod tests {
         let at = crate::pods::time_ms(&json!("2024-01-01T00:00:00Z")).unwrap();
         assert!(quota_v1_pod(&deleting, at + 29_000));
         assert!(!quota_v1_pod(&deleting, at + 31_000));
-        let typed: Pod = serde_json::from_value(deleting.clone()).unwrap();
+        let typed: CachedPod = serde_json::from_value(deleting.clone()).unwrap();
         assert!(pod_charged(&typed, at + 29_000));
         assert!(!pod_charged(&typed, at + 31_000));
         assert!(!pod_charged(

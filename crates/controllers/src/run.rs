@@ -21,6 +21,7 @@ use runtime::expectations::Expectations;
 use runtime::workqueue::WorkQueue;
 use serde_json::{Value, json};
 
+use crate::cachedpod::CachedPod;
 use crate::informers::{self, Informer, Next};
 use crate::pods::{Claimable, PodSummary};
 use crate::replicaset::{self, Manage};
@@ -133,7 +134,7 @@ const POD_STATUS_BATCH: Duration = Duration::from_millis(100);
 
 struct Shared {
     replicasets: Store<ReplicaSet>,
-    pod_informer: Arc<Informer<Pod>>,
+    pod_informer: Arc<Informer<CachedPod>>,
     queue: WorkQueue<String>,
     expectations: Mutex<Expectations>,
     writer: Client,
@@ -153,7 +154,7 @@ impl Shared {
     }
 
     /// The summary of `pod`, computed once per resourceVersion.
-    fn projection(&self, pod: &Pod) -> Arc<PodSummary> {
+    fn projection(&self, pod: &CachedPod) -> Arc<PodSummary> {
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
         let rv = pod.metadata.resource_version.as_deref().unwrap_or_default();
         let mut memo = self.projections();
@@ -210,7 +211,7 @@ pub(crate) fn owner_keys<K: serde::Serialize>(
 /// Runs the ReplicaSet controller with `workers` workers until the process ends.
 pub async fn run_replicasets(
     replicasets: Arc<Informer<ReplicaSet>>,
-    pods: Arc<Informer<Pod>>,
+    pods: Arc<Informer<CachedPod>>,
     writer: Client,
     workers: usize,
 ) {

@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use api::selector::LabelSelector;
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Pod, Service, ServicePort};
+use k8s_openapi::api::core::v1::{Service, ServicePort};
+
+use crate::cachedpod::CachedPod;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::runtime::reflector::Store;
 use runtime::workqueue::WorkQueue;
@@ -43,7 +45,7 @@ fn labels_match(sel: &LabelSelector, labels: Option<&BTreeMap<String, String>>) 
 }
 
 /// The pods of the Service's namespace its selector matches.
-pub fn selected_pods<'a>(svc: &Service, pods: &'a [Arc<Pod>]) -> Vec<&'a Pod> {
+pub fn selected_pods<'a>(svc: &Service, pods: &'a [Arc<CachedPod>]) -> Vec<&'a CachedPod> {
     let Some(sel) = service_selector(svc) else {
         return Vec::new();
     };
@@ -70,11 +72,11 @@ pub fn services_for_labels(
 }
 
 /// `IsPodReady`.
-pub fn is_pod_ready(pod: &Pod) -> bool {
+pub fn is_pod_ready(pod: &CachedPod) -> bool {
     ready_condition(pod).is_some_and(|c| c.status == "True")
 }
 
-fn ready_condition(pod: &Pod) -> Option<&k8s_openapi::api::core::v1::PodCondition> {
+fn ready_condition(pod: &CachedPod) -> Option<&k8s_openapi::api::core::v1::PodCondition> {
     pod.status
         .as_ref()?
         .conditions
@@ -84,7 +86,7 @@ fn ready_condition(pod: &Pod) -> Option<&k8s_openapi::api::core::v1::PodConditio
 }
 
 /// The pod's IPs (`status.podIPs`, else `status.podIP`).
-pub fn pod_ips(pod: &Pod) -> Vec<String> {
+pub fn pod_ips(pod: &CachedPod) -> Vec<String> {
     let Some(st) = pod.status.as_ref() else {
         return Vec::new();
     };
@@ -112,7 +114,7 @@ pub fn is_ipv6(ip: &str) -> bool {
 
 /// `ShouldPodBeInEndpoints`: not terminal, with an IP, and not terminating unless
 /// `include_terminating`.
-pub fn should_pod_be_in_endpoints(pod: &Pod, include_terminating: bool) -> bool {
+pub fn should_pod_be_in_endpoints(pod: &CachedPod, include_terminating: bool) -> bool {
     let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
     if matches!(phase, Some("Succeeded" | "Failed")) {
         return false;
@@ -125,7 +127,7 @@ pub fn should_pod_be_in_endpoints(pod: &Pod, include_terminating: bool) -> bool 
 
 /// `ShouldSetHostname`: the pod's `hostname` is published when its `subdomain` is the
 /// Service's name (same namespace).
-pub fn should_set_hostname(pod: &Pod, svc: &Service) -> bool {
+pub fn should_set_hostname(pod: &CachedPod, svc: &Service) -> bool {
     let spec = pod.spec.as_ref();
     let hostname = spec.and_then(|s| s.hostname.as_deref()).unwrap_or_default();
     let subdomain = spec
@@ -158,7 +160,7 @@ pub fn port_protocol(p: &ServicePort) -> &str {
 
 /// `FindPort`: the pod's port a Service port targets — the number, or the named port
 /// of a container (or of a sidecar init container) with the same protocol.
-pub fn find_port(pod: &Pod, svc_port: &ServicePort) -> Option<i32> {
+pub fn find_port(pod: &CachedPod, svc_port: &ServicePort) -> Option<i32> {
     match svc_port.target_port.as_ref() {
         None => Some(svc_port.port),
         Some(IntOrString::Int(n)) => Some(*n),
@@ -196,7 +198,7 @@ pub struct PodView {
 }
 
 impl PodView {
-    pub fn of(pod: &Pod) -> PodView {
+    pub fn of(pod: &CachedPod) -> PodView {
         let spec = pod.spec.as_ref();
         PodView {
             namespace: pod.metadata.namespace.clone().unwrap_or_default(),
@@ -267,7 +269,7 @@ struct ServiceState {
 
 impl TriggerTimeTracker {
     /// `ComputeEndpointLastChangeTriggerTime`; updates the state.
-    pub fn compute(&mut self, key: &str, svc: &Service, pods: &[&Pod]) -> Option<Timestamp> {
+    pub fn compute(&mut self, key: &str, svc: &Service, pods: &[&CachedPod]) -> Option<Timestamp> {
         let known = self.states.get(key);
         let was_known = known.is_some();
         let state = known.cloned().unwrap_or_default();
@@ -318,7 +320,7 @@ pub fn format_trigger_time(t: Timestamp) -> String {
 /// events (the Services a pod change concerns, by its old and new labels).
 pub fn follow_services_and_pods(
     services: &Arc<Informer<Service>>,
-    pods: &Arc<Informer<Pod>>,
+    pods: &Arc<Informer<CachedPod>>,
     queue: &WorkQueue<String>,
 ) {
     let mut svc_events = services.subscribe();
@@ -428,7 +430,7 @@ pub(crate) mod tests {
     }
 
     /// A pod `name` on `node` with `ip`, ready or not, labelled `app=web`.
-    pub(crate) fn pod(name: &str, ip: &str, ready: bool) -> Pod {
+    pub(crate) fn pod(name: &str, ip: &str, ready: bool) -> CachedPod {
         serde_json::from_value(json!({
             "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}"),
                 "labels": {"app": "web"}},
@@ -477,7 +479,7 @@ pub(crate) mod tests {
         sp.target_port = Some(IntOrString::Int(9000));
         assert_eq!(find_port(&p, &sp), Some(9000));
         // A sidecar's named port counts.
-        let p: Pod = serde_json::from_value(json!({"spec": {"containers": [],
+        let p: CachedPod = serde_json::from_value(json!({"spec": {"containers": [],
             "initContainers": [{"name": "s", "restartPolicy": "Always",
                 "ports": [{"name": "side", "containerPort": 7000}]}]}}))
         .unwrap();

@@ -33,6 +33,7 @@ use runtime::events::{EventType, Recorder};
 use runtime::workqueue::WorkQueue;
 use serde_json::{Value, json};
 
+use crate::cachedpod::CachedPod;
 use crate::history;
 use crate::informers::{self, Informer, Next};
 use crate::pods::{self, PodView};
@@ -918,7 +919,7 @@ pub fn status_changed(set: &Value, status: &Value) -> bool {
 
 struct Shared {
     sets: Store<StatefulSet>,
-    pods: Store<Pod>,
+    pods: Store<CachedPod>,
     revisions: Store<ControllerRevision>,
     claims: Store<PersistentVolumeClaim>,
     queue: WorkQueue<String>,
@@ -965,7 +966,7 @@ fn follow_owned<K>(
 /// Runs the StatefulSet controller with `workers` workers until the process ends.
 pub async fn run_statefulsets(
     sets: Arc<Informer<StatefulSet>>,
-    pods: Arc<Informer<Pod>>,
+    pods: Arc<Informer<CachedPod>>,
     revisions: Arc<Informer<ControllerRevision>>,
     claims: Arc<Informer<PersistentVolumeClaim>>,
     writer: Client,

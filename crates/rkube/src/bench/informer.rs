@@ -157,11 +157,12 @@ pub async fn run(args: InformerArgs) -> anyhow::Result<()> {
 
     let n = f64::from(args.pods.max(1));
     let before = heap_mb();
-    let informer = controllers::informers::Informer::<Pod>::start_trimmed(
-        Api::all(client.clone()),
-        controllers::informers::trim_pod,
-        controllers::informers::POD_INDEXERS,
-    );
+    let informer =
+        controllers::informers::Informer::<controllers::cachedpod::CachedPod>::start_trimmed(
+            Api::all(client.clone()),
+            controllers::informers::trim_pod,
+            controllers::informers::POD_INDEXERS,
+        );
     informer.synced().await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let cached = informer.store.state().len();

@@ -341,7 +341,7 @@ pub async fn run_controllers(
     );
     // One list+watch per resource type, shared by the controllers.
     let replicasets = Informer::start(kube::Api::all(reader.clone()));
-    let pods = Informer::<k8s_openapi::api::core::v1::Pod>::start_trimmed(
+    let pods = Informer::<controllers::cachedpod::CachedPod>::start_trimmed(
         kube::Api::all(reader.clone()),
         controllers::informers::trim_pod,
         controllers::informers::POD_INDEXERS,
