@@ -1,7 +1,6 @@
 //! What controllers read off pods (upstream's `podutil` and `controller_utils` helpers).
 
 use crate::cachedpod::CachedPod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use serde_json::Value;
 
 /// An RFC 3339 timestamp as milliseconds since the epoch.
@@ -59,7 +58,7 @@ pub fn deletion_cost(pod: &Value) -> i32 {
 }
 
 /// What ownership logic reads off an object (upstream's `ControllerRefManager`): a
-/// pod's JSON, any object's JSON, or a [`PodSummary`].
+/// pod's JSON, any object's JSON, or a [`CachedPod`].
 pub trait Claimable {
     fn name(&self) -> &str;
     fn uid(&self) -> &str;
@@ -210,146 +209,112 @@ impl PodView for Value {
     }
 }
 
-/// The parts of a pod the ReplicaSet controller reads (ownership, labels, deletion cost,
-/// node, phase, readiness, restarts), kept per pod between syncs: a sync looks at every
-/// pod of its ReplicaSet, and most did not change since the last one. A few hundred
-/// bytes, where the same as JSON took about 8 KB (a map per object, conditions and all).
-#[derive(Clone, Debug, PartialEq)]
-pub struct PodSummary {
-    name: Box<str>,
-    uid: Box<str>,
-    labels: Box<[(Box<str>, Box<str>)]>,
-    owner_references: Box<[OwnerReference]>,
-    being_deleted: bool,
-    node_name: Box<str>,
-    phase: Option<Box<str>>,
-    ready: Option<Option<i64>>,
-    deletion_cost: i32,
-    max_restarts: i64,
-    created_ms: Option<i64>,
-}
-
-impl PodSummary {
-    pub fn of(pod: &CachedPod) -> PodSummary {
-        let m = &pod.metadata;
-        let text = |s: &Option<String>| Box::<str>::from(s.as_deref().unwrap_or_default());
-        let status = pod.status.as_ref();
-        let ready = status
-            .and_then(|s| s.conditions.as_ref())
-            .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
-            .filter(|c| c.status == "True")
-            .map(|c| {
-                c.last_transition_time
-                    .as_ref()
-                    .map(|t| t.0.as_millisecond())
-            });
-        PodSummary {
-            name: text(&m.name),
-            uid: text(&m.uid),
-            labels: m
-                .labels
-                .iter()
-                .flatten()
-                .map(|(k, v)| (Box::from(k.as_str()), Box::from(v.as_str())))
-                .collect(),
-            owner_references: m.owner_references.clone().unwrap_or_default().into(),
-            being_deleted: m.deletion_timestamp.is_some(),
-            node_name: text(&pod.spec.as_ref().and_then(|s| s.node_name.clone())),
-            phase: status.and_then(|s| s.phase.as_deref()).map(Box::from),
-            ready,
-            deletion_cost: m
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(DELETION_COST))
-                .and_then(|c| c.parse().ok())
-                .unwrap_or(0),
-            max_restarts: status
-                .and_then(|s| s.container_statuses.as_ref())
-                .into_iter()
-                .flatten()
-                .map(|c| i64::from(c.restart_count))
-                .max()
-                .unwrap_or(0),
-            created_ms: m.creation_timestamp.as_ref().map(|t| t.0.as_millisecond()),
-        }
-    }
-}
-
-impl Claimable for PodSummary {
+/// The cached pod answers as its JSON does, read in place (the ReplicaSet controller's
+/// syncs read every pod of their ReplicaSet this way, with no conversion or copy).
+impl Claimable for CachedPod {
     fn name(&self) -> &str {
-        &self.name
+        self.metadata.name.as_deref().unwrap_or_default()
     }
 
     fn uid(&self) -> &str {
-        &self.uid
+        self.metadata.uid.as_deref().unwrap_or_default()
     }
 
     fn label(&self, key: &str) -> Option<&str> {
-        self.labels
-            .iter()
-            .find(|(k, _)| &**k == key)
-            .map(|(_, v)| &**v)
+        self.metadata.labels.as_ref()?.get(key).map(String::as_str)
     }
 
     fn controller_uid(&self) -> Option<&str> {
-        self.owner_references
+        self.metadata
+            .owner_references
             .iter()
+            .flatten()
             .find(|o| o.controller == Some(true))
             .map(|o| o.uid.as_str())
     }
 
     fn being_deleted(&self) -> bool {
-        self.being_deleted
+        self.metadata.deletion_timestamp.is_some()
     }
 
     fn owner_references(&self) -> Vec<Value> {
-        self.owner_references
+        self.metadata
+            .owner_references
             .iter()
+            .flatten()
             .filter_map(|o| serde_json::to_value(o).ok())
             .collect()
     }
 }
 
-impl PodView for PodSummary {
+impl PodView for CachedPod {
     fn node_name(&self) -> &str {
-        &self.node_name
+        self.spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .unwrap_or_default()
     }
 
     fn phase(&self) -> Option<&str> {
-        self.phase.as_deref()
+        self.status.as_ref()?.phase.as_deref()
     }
 
     fn ready(&self) -> Option<Option<i64>> {
-        self.ready
+        self.status
+            .as_ref()?
+            .conditions
+            .as_ref()?
+            .iter()
+            .find(|c| c.type_ == "Ready")
+            .filter(|c| c.status == "True")
+            .map(|c| {
+                c.last_transition_time
+                    .as_ref()
+                    .map(|t| t.0.as_millisecond())
+            })
     }
 
     fn deletion_cost(&self) -> i32 {
-        self.deletion_cost
+        self.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(DELETION_COST))
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0)
     }
 
     fn max_restarts(&self) -> i64 {
-        self.max_restarts
+        self.status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|c| i64::from(c.restart_count))
+            .max()
+            .unwrap_or(0)
     }
 
     fn created_ms(&self) -> Option<i64> {
-        self.created_ms
+        self.metadata
+            .creation_timestamp
+            .as_ref()
+            .map(|t| t.0.as_millisecond())
     }
 }
 
 const DELETION_COST: &str = "controller.kubernetes.io/pod-deletion-cost";
 
 #[cfg(test)]
-mod summary_tests {
+mod cached_pod_tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use serde_json::json;
 
     use super::*;
 
-    /// The summary answers every question as the pod's JSON does.
+    /// The cached pod answers every question as the pod's JSON does.
     fn same_answers(full: &Value) {
-        let pod: CachedPod = serde_json::from_value(full.clone()).unwrap();
-        let s = PodSummary::of(&pod);
+        let s: CachedPod = serde_json::from_value(full.clone()).unwrap();
         assert_eq!(s.name(), full.name());
         assert_eq!(s.uid(), full.uid());
         for key in ["app", "pod-template-hash", "missing"] {
@@ -374,7 +339,7 @@ mod summary_tests {
     }
 
     #[test]
-    fn summary_answers_as_the_pod_does() {
+    fn cached_pod_answers_as_its_json_does() {
         let full = json!({
             "metadata": {"name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "7",
                 "labels": {"app": "web", "pod-template-hash": "abc"},

@@ -311,7 +311,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::pods::PodSummary;
+    use crate::cachedpod::CachedPod;
 
     fn rs(replicas: i64) -> Value {
         json!({"metadata": {"name": "web-abc", "namespace": "default", "uid": "rs-uid", "generation": 3},
@@ -320,12 +320,12 @@ mod tests {
                     "spec": {"containers": [{"name": "c", "image": "web:1"}]}}}})
     }
 
-    fn summary(pod: &Value) -> PodSummary {
+    fn summary(pod: &Value) -> CachedPod {
         let mut pod = pod.clone();
         if pod["spec"].get("containers").is_none() {
             pod["spec"]["containers"] = json!([]);
         }
-        PodSummary::of(&serde_json::from_value(pod).unwrap())
+        serde_json::from_value(pod).unwrap()
     }
 
     fn pod(name: &str, node: &str, phase: &str, ready: Option<&str>, created: &str) -> Value {
@@ -405,8 +405,8 @@ mod tests {
             panic!("expected deletions");
         };
         // The controller's compact summaries rank as the pods' JSON does.
-        let summaries: Vec<PodSummary> = all.iter().map(|p| summary(p)).collect();
-        let refs: Vec<&PodSummary> = summaries.iter().collect();
+        let summaries: Vec<CachedPod> = all.iter().map(|p| summary(p)).collect();
+        let refs: Vec<&CachedPod> = summaries.iter().collect();
         assert_eq!(manage(&rs(0), &refs, &refs), Manage::Delete(order.clone()));
         assert_eq!(
             order,
@@ -457,10 +457,10 @@ mod tests {
         assert_eq!(names(&c.owned), vec!["mine", "orphan"]);
         assert_eq!(names(&c.adopt), vec!["orphan"]);
         assert_eq!(names(&c.release), vec!["relabelled"]);
-        let summaries: Vec<PodSummary> = all.iter().map(summary).collect();
+        let summaries: Vec<CachedPod> = all.iter().map(summary).collect();
         let s = claim(&rs(3), &summaries);
         let summary_names =
-            |v: &[&PodSummary]| v.iter().map(|p| p.name().to_string()).collect::<Vec<_>>();
+            |v: &[&CachedPod]| v.iter().map(|p| p.name().to_string()).collect::<Vec<_>>();
         assert_eq!(summary_names(&s.owned), vec!["mine", "orphan"]);
         assert_eq!(summary_names(&s.adopt), vec!["orphan"]);
         assert_eq!(summary_names(&s.release), vec!["relabelled"]);

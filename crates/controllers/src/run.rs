@@ -5,7 +5,7 @@
 //! `--use-service-account-credentials`), with expectations so a lagging cache never
 //! makes it create twice.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 
 use crate::cachedpod::CachedPod;
 use crate::informers::{self, Informer, Next};
-use crate::pods::{Claimable, PodSummary};
+use crate::pods::Claimable;
 use crate::replicaset::{self, Manage};
 
 /// Why a controller could not start.
@@ -128,10 +128,10 @@ pub(crate) fn object_key(
     )
 }
 
-/// The shared state of the loop.
 /// How long pod status changes wait before their ReplicaSet syncs (see `run_replicasets`).
 const POD_STATUS_BATCH: Duration = Duration::from_millis(100);
 
+/// The shared state of the loop.
 struct Shared {
     replicasets: Store<ReplicaSet>,
     pod_informer: Arc<Informer<CachedPod>>,
@@ -139,35 +139,9 @@ struct Shared {
     expectations: Mutex<Expectations>,
     writer: Client,
     events: Recorder,
-    /// Each pod's [`crate::pods::projection`] at its resourceVersion (pod uid → (rv,
-    /// projection)): a sync reads every pod of its ReplicaSet, and most did not change
-    /// since the last one. Entries go with their pod's delete event.
-    projections: Mutex<HashMap<String, (String, Arc<PodSummary>)>>,
 }
 
 impl Shared {
-    fn projections(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, Arc<PodSummary>)>> {
-        match self.projections.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        }
-    }
-
-    /// The summary of `pod`, computed once per resourceVersion.
-    fn projection(&self, pod: &CachedPod) -> Arc<PodSummary> {
-        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-        let rv = pod.metadata.resource_version.as_deref().unwrap_or_default();
-        let mut memo = self.projections();
-        if let Some((seen, v)) = memo.get(uid)
-            && seen == rv
-        {
-            return Arc::clone(v);
-        }
-        let v = Arc::new(PodSummary::of(pod));
-        memo.insert(uid.to_string(), (rv.to_string(), Arc::clone(&v)));
-        v
-    }
-
     fn expectations(&self) -> std::sync::MutexGuard<'_, Expectations> {
         match self.expectations.lock() {
             Ok(g) => g,
@@ -224,7 +198,6 @@ pub async fn run_replicasets(
         expectations: Mutex::new(Expectations::default()),
         events: recorder(&writer, "replicaset-controller"),
         writer,
-        projections: Mutex::new(HashMap::new()),
     });
     let s = Arc::clone(&shared);
     tokio::spawn(async move {
@@ -293,7 +266,6 @@ pub async fn run_replicasets(
                 }
             }
             if deleted {
-                s.projections().remove(&uid);
                 seen.remove(&uid);
             } else {
                 seen.insert(uid);
@@ -417,7 +389,7 @@ async fn sync(s: &Shared, key: &str) -> Result<(), kube::Error> {
     };
     // Only this ReplicaSet's pods and the orphans it might adopt are looked at closely.
     // (The informer's controller index: a lookup, not a scan of every pod.)
-    let pods: Vec<Arc<PodSummary>> = s
+    let pods: Vec<Arc<CachedPod>> = s
         .pod_informer
         .by_index("controller", &rs_uid)
         .into_iter()
@@ -426,7 +398,6 @@ async fn sync(s: &Shared, key: &str) -> Result<(), kube::Error> {
                 .by_index("controller", &format!("orphan/{ns}")),
         )
         .filter(|p| p.metadata.namespace.as_deref() == Some(ns))
-        .map(|p| s.projection(&p))
         .collect();
     let needs_sync = s.expectations().satisfied(key, Instant::now());
     let claim = replicaset::claim(&rs, &pods);

@@ -1,9 +1,9 @@
 //! `rkube bench informer`: memory per cached object. A server holds N pods shaped like a
 //! Deployment's (labels, owner reference, a container with requests, env and probes);
-//! this process measures its own resident memory before and after (1) the controllers'
-//! shared pod informer has listed them all, (2) the ReplicaSet controller holds its
-//! projection of each (what its syncs read) and (3) the garbage collector's graph holds
-//! a node for each, and prints the difference per pod beside the pod's JSON size. The
+//! this process measures its own heap before and after (1) the controllers' shared pod
+//! informer has listed them all (the ReplicaSet controller's syncs read those cached pods
+//! in place) and (2) the garbage collector's graph holds a node for each, and prints the
+//! difference per pod beside the pod's JSON size. The
 //! pods are first given a running pod's status (conditions, container statuses, IPs),
 //! as a node reports it.
 
@@ -169,17 +169,6 @@ pub async fn run(args: InformerArgs) -> anyhow::Result<()> {
     let with_informer = heap_mb();
     let informer_bytes = (with_informer - before) * 1024.0 * 1024.0 / n;
 
-    let before_projections = heap_mb();
-    let projections: Vec<controllers::pods::PodSummary> = informer
-        .store
-        .state()
-        .iter()
-        .map(|p| controllers::pods::PodSummary::of(p))
-        .collect();
-    let with_projections = heap_mb();
-    let projection_bytes = (with_projections - before_projections) * 1024.0 * 1024.0 / n;
-    drop(projections);
-
     let ar = ApiResource::erase::<Pod>(&());
     let metas: Api<PartialObjectMeta<DynamicObject>> = Api::all_with(client.clone(), &ar);
     let mut graph = controllers::gc::Graph::new();
@@ -195,14 +184,13 @@ pub async fn run(args: InformerArgs) -> anyhow::Result<()> {
     let graph_bytes = (with_graph - before_graph) * 1024.0 * 1024.0 / n;
     let server_rss = settled_rss_mb(server.child.id()).await;
     println!(
-        "pod json {json_bytes} B; informer cached {cached} pods: +{:.1} MB ({informer_bytes:.0} B/pod); replicaset projections +{:.1} MB ({projection_bytes:.0} B/pod); gc graph {} nodes: +{:.1} MB ({graph_bytes:.0} B/pod); server rss {server_rss:.1} MB",
+        "pod json {json_bytes} B; informer cached {cached} pods: +{:.1} MB ({informer_bytes:.0} B/pod); gc graph {} nodes: +{:.1} MB ({graph_bytes:.0} B/pod); server rss {server_rss:.1} MB",
         with_informer - before,
-        with_projections - before_projections,
         graph.len(),
         with_graph - before_graph,
     );
     println!(
-        "informer-bench pods={} json_bytes={json_bytes} informer_bytes_per_pod={informer_bytes:.0} projection_bytes_per_pod={projection_bytes:.0} gc_bytes_per_pod={graph_bytes:.0} server_rss_mb={server_rss:.1}",
+        "informer-bench pods={} json_bytes={json_bytes} informer_bytes_per_pod={informer_bytes:.0} gc_bytes_per_pod={graph_bytes:.0} server_rss_mb={server_rss:.1}",
         args.pods
     );
     drop(informer);
