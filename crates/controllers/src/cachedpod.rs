@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::{
-    Affinity, ContainerPort, ContainerState, HostIP, PersistentVolumeClaimVolumeSource,
+    Affinity, ContainerPort, ContainerState, HostIP, PersistentVolumeClaimVolumeSource, Pod,
     PodCondition, PodIP, ResourceRequirements, Toleration,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -144,7 +144,7 @@ impl Serialize for PodSpec {
 /// spec is most of a cached pod. Found by a hash of the fields' JSON and compared whole.
 /// Entries whose pods are all gone are swept once the table has doubled since the last
 /// sweep, so the table stays within twice the live specs.
-pub fn intern(fields: SpecFields) -> Arc<SpecFields> {
+fn intern(fields: SpecFields) -> Arc<SpecFields> {
     use std::hash::{Hash, Hasher};
     static TABLE: Mutex<Option<Interner>> = Mutex::new(None);
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
@@ -314,28 +314,29 @@ pub struct ContainerStatus {
     pub state: Option<ContainerState>,
 }
 
+/// The `v1` `pods` resource, named as `k8s_openapi`'s `Pod` names it.
 impl kube::Resource for CachedPod {
     type DynamicType = ();
     type Scope = k8s_openapi::NamespaceResourceScope;
 
     fn kind(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed("Pod")
+        Cow::Borrowed(<Pod as k8s_openapi::Resource>::KIND)
     }
 
     fn group(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed("")
+        Cow::Borrowed(<Pod as k8s_openapi::Resource>::GROUP)
     }
 
     fn version(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed("v1")
+        Cow::Borrowed(<Pod as k8s_openapi::Resource>::VERSION)
     }
 
     fn api_version(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed("v1")
+        Cow::Borrowed(<Pod as k8s_openapi::Resource>::API_VERSION)
     }
 
     fn plural(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed("pods")
+        Cow::Borrowed(<Pod as k8s_openapi::Resource>::URL_PATH_SEGMENT)
     }
 
     fn meta(&self) -> &ObjectMeta {

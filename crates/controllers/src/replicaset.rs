@@ -320,7 +320,7 @@ mod tests {
                     "spec": {"containers": [{"name": "c", "image": "web:1"}]}}}})
     }
 
-    fn summary(pod: &Value) -> CachedPod {
+    fn cached(pod: &Value) -> CachedPod {
         let mut pod = pod.clone();
         if pod["spec"].get("containers").is_none() {
             pod["spec"]["containers"] = json!([]);
@@ -405,7 +405,7 @@ mod tests {
             panic!("expected deletions");
         };
         // The controller's compact summaries rank as the pods' JSON does.
-        let summaries: Vec<CachedPod> = all.iter().map(|p| summary(p)).collect();
+        let summaries: Vec<CachedPod> = all.iter().map(|p| cached(p)).collect();
         let refs: Vec<&CachedPod> = summaries.iter().collect();
         assert_eq!(manage(&rs(0), &refs, &refs), Manage::Delete(order.clone()));
         assert_eq!(
@@ -457,7 +457,7 @@ mod tests {
         assert_eq!(names(&c.owned), vec!["mine", "orphan"]);
         assert_eq!(names(&c.adopt), vec!["orphan"]);
         assert_eq!(names(&c.release), vec!["relabelled"]);
-        let summaries: Vec<CachedPod> = all.iter().map(summary).collect();
+        let summaries: Vec<CachedPod> = all.iter().map(cached).collect();
         let s = claim(&rs(3), &summaries);
         let summary_names =
             |v: &[&CachedPod]| v.iter().map(|p| p.name().to_string()).collect::<Vec<_>>();
@@ -508,7 +508,7 @@ mod tests {
         let mut r = rs(4);
         r["spec"]["minReadySeconds"] = json!(30);
         let st = status(&r, &[&ready, &just_ready, &unlabeled], now, None);
-        let summaries = [summary(&ready), summary(&just_ready), summary(&unlabeled)];
+        let summaries = [cached(&ready), cached(&just_ready), cached(&unlabeled)];
         assert_eq!(
             status(&r, &summaries.iter().collect::<Vec<_>>(), now, None),
             st
