@@ -1,6 +1,8 @@
 //! Server-side apply and managed fields, glued to the `fieldmanager` crate: which schema a
 //! resource's objects follow, which fields each endpoint resets, who the manager is.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use api::ApiError;
@@ -97,11 +99,118 @@ pub fn apply(
 }
 
 /// managedFields of a new object written by create (or update/patch creating it).
+///
+/// They depend only on the resource's schema, the manager and the request's object, so
+/// the ones of a request seen lately are reused (with the time of this write): the pods a
+/// controller creates from one template differ only in what the server adds later (name,
+/// uid), and the field comparison is most of what such a create costs.
 pub fn track_create(r: &Resource, obj: &mut Value, opts: &WriteOptions, registry: &Registry) {
     if opts.apply {
         return;
     }
-    manager_for(r, None).update_in_place(None, obj, &manager_name(opts), now(registry));
+    let manager = manager_name(opts);
+    let now = now(registry);
+    // Custom resources' schemas change with their definitions; requests that carry
+    // managedFields of their own start from those.
+    let memo_key = (api::kinds::is_builtin(&r.info.group, &r.info.version, &r.info.kind)
+        && obj["metadata"]
+            .get("managedFields")
+            .is_none_or(Value::is_null))
+    .then(|| CreateMemo::key(r, &manager, obj));
+    if let Some(key) = &memo_key
+        && let Some(mut managed) = registry.created_fields.get(key)
+    {
+        if let Some(entry) = managed.get_mut(0).and_then(Value::as_object_mut) {
+            let secs = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            let secs = i64::try_from(secs).unwrap_or(i64::MAX);
+            entry.insert(
+                "time".into(),
+                Value::String(fieldmanager::format_time(secs)),
+            );
+        }
+        api::meta::metadata_mut(obj).insert("managedFields".into(), managed);
+        return;
+    }
+    manager_for(r, None).update_in_place(None, obj, &manager, now);
+    if let Some(key) = memo_key
+        && let Some(managed) = obj["metadata"].get("managedFields")
+        && managed
+            .as_array()
+            .is_some_and(|a| a.len() == 1 && a[0].get("time").is_some())
+    {
+        registry.created_fields.put(key, managed.clone());
+    }
+}
+
+/// The managedFields of recent creates by [`CreateMemo::key`].
+#[derive(Debug, Default)]
+pub struct CreateMemo(Mutex<HashMap<[u8; 32], Value>>);
+
+/// Past this many the memo starts over (each holds one object's managedFields, a few KB;
+/// the creates that repeat are a few templates' at a time).
+const CREATE_MEMO_MAX: usize = 256;
+
+impl CreateMemo {
+    /// What determines a create's managedFields: the kind (and so its schema and reset
+    /// fields), the manager and the object as requested, hashed.
+    fn key(r: &Resource, manager: &str, obj: &Value) -> [u8; 32] {
+        struct Digest(ring::digest::Context);
+        impl std::io::Write for Digest {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0.update(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut d = Digest(ring::digest::Context::new(&ring::digest::SHA256));
+        for part in [&r.info.group, &r.info.version, &r.info.kind] {
+            d.0.update(part.as_bytes());
+            d.0.update(b"\0");
+        }
+        d.0.update(manager.as_bytes());
+        d.0.update(b"\0");
+        // Writing to a digest cannot fail; an object that does not serialize is hashed as
+        // far as it went, which is still only ever equal to itself.
+        let _ = serde_json::to_writer(&mut d, obj);
+        let mut key = [0u8; 32];
+        key.copy_from_slice(d.0.finish().as_ref());
+        key
+    }
+
+    fn get(&self, key: &[u8; 32]) -> Option<Value> {
+        self.0.lock().ok()?.get(key).cloned()
+    }
+
+    fn put(&self, key: [u8; 32], managed: Value) {
+        if let Ok(mut memo) = self.0.lock() {
+            if memo.len() >= CREATE_MEMO_MAX {
+                memo.clear();
+            }
+            memo.insert(key, managed);
+        }
+    }
+}
+
+/// Upstream's `managedFieldsValidatingAdmissionController`: managedFields that mutating
+/// admission left invalid are put back as they were before it, with a warning.
+pub fn keep_valid_after_admission(
+    obj: &mut Value,
+    before: Option<Value>,
+    warnings: &mut Vec<String>,
+) {
+    let Err(e) = fieldmanager::validate_managed_fields(obj) else {
+        return;
+    };
+    let meta = api::meta::metadata_mut(obj);
+    match before {
+        Some(before) => meta.insert("managedFields".into(), before),
+        None => meta.remove("managedFields"),
+    };
+    warnings.push(format!(
+        ".metadata.managedFields was in an invalid state after admission; this could be caused by an outdated mutating admission controller; please fix your requests: {e}"
+    ));
 }
 
 /// managedFields of an updated object (set on `new` in place: the object is not copied).
@@ -120,4 +229,44 @@ pub fn track_update(
     }
     manager_for(r, subresource).update_in_place(Some(old), new, &manager_name(opts), now(registry));
     fieldmanager::revert_timestamp_only_changes(new, old);
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn managed_fields_broken_by_admission_are_put_back() {
+        let before = json!([{"manager": "kubectl", "operation": "Update", "apiVersion": "v1",
+                             "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {}}}]);
+        // Valid ones, changed or not, are kept as admission left them.
+        let mut obj = json!({"metadata": {"name": "a", "managedFields": before.clone()}});
+        let mut warnings = Vec::new();
+        keep_valid_after_admission(&mut obj, Some(before.clone()), &mut warnings);
+        assert_eq!(obj["metadata"]["managedFields"], before);
+        assert!(warnings.is_empty());
+        // Invalid ones are put back, with upstream's warning.
+        for broken in [
+            json!([{"manager": "m", "operation": "Bogus", "apiVersion": "v1", "fieldsType": "FieldsV1"}]),
+            json!([{"manager": "m", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV2"}]),
+            json!({"not": "a list"}),
+        ] {
+            let mut obj = json!({"metadata": {"name": "a", "managedFields": broken}});
+            let mut warnings = Vec::new();
+            keep_valid_after_admission(&mut obj, Some(before.clone()), &mut warnings);
+            assert_eq!(obj["metadata"]["managedFields"], before);
+            assert_eq!(warnings.len(), 1);
+            assert!(
+                warnings[0]
+                    .starts_with(".metadata.managedFields was in an invalid state after admission"),
+                "{warnings:?}"
+            );
+        }
+        // None before: the broken ones go.
+        let mut obj = json!({"metadata": {"name": "a", "managedFields": [{"operation": "x"}]}});
+        keep_valid_after_admission(&mut obj, None, &mut Vec::new());
+        assert!(obj["metadata"].get("managedFields").is_none());
+    }
 }

@@ -138,6 +138,145 @@ async fn reads_writes_and_watches_with_a_client_certificate() {
     );
 }
 
+/// Metadata-only lists and watches (`as=PartialObjectMetadata`, what the garbage
+/// collector's informers ask for) carry each object's whole metadata and nothing else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_only_lists_and_watches() {
+    let env = start().await;
+    let client = env.cert_client("in-process-admin", &["system:masters"]);
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let mut one = config_map("one");
+    one.metadata.labels = Some([("app".to_string(), "web".to_string())].into());
+    one.metadata.annotations = Some([("note".to_string(), "a \"quoted\" é".to_string())].into());
+    let created = cms.create(&PostParams::default(), &one).await.unwrap();
+
+    let list = cms.list_metadata(&ListParams::default()).await.unwrap();
+    assert_eq!(list.types.kind, "PartialObjectMetadataList");
+    assert_eq!(list.types.api_version, "meta.k8s.io/v1");
+    let item = list
+        .items
+        .iter()
+        .find(|m| m.metadata.name.as_deref() == Some("one"))
+        .expect("one is listed");
+    assert_eq!(item.metadata, created.metadata);
+    // Nothing but the metadata, as JSON on the wire.
+    let req = http::Request::get("/api/v1/namespaces/default/configmaps")
+        .header(
+            "accept",
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
+        )
+        .body(Vec::new())
+        .unwrap();
+    let raw: Value = client.request(req).await.unwrap();
+    let first = raw["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["metadata"]["name"] == "one")
+        .unwrap();
+    let keys: Vec<&str> = first
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, ["apiVersion", "kind", "metadata"]);
+    assert_eq!(first["kind"], "PartialObjectMetadata");
+    assert_eq!(first["metadata"]["annotations"]["note"], "a \"quoted\" é");
+
+    let rv = list.metadata.resource_version.unwrap();
+    let mut events = cms
+        .watch_metadata(&WatchParams::default().timeout(30), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    let two = cms
+        .create(&PostParams::default(), &config_map("two"))
+        .await
+        .unwrap();
+    cms.delete("one", &Default::default()).await.unwrap();
+    for (want_name, want_meta) in [("two", &two.metadata), ("one", &created.metadata)] {
+        let event = tokio::time::timeout(Duration::from_secs(10), events.try_next())
+            .await
+            .expect("no watch event within 10 s")
+            .unwrap()
+            .unwrap();
+        match event {
+            WatchEvent::Added(m) if want_name == "two" => {
+                assert_eq!(&m.metadata, want_meta);
+                assert_eq!(m.types.unwrap().kind, "PartialObjectMetadata");
+            }
+            WatchEvent::Deleted(m) if want_name == "one" => {
+                assert_eq!(m.metadata.name.as_deref(), Some("one"));
+                assert_eq!(m.metadata.labels, want_meta.labels);
+            }
+            other => panic!("expected an event for {want_name}, got {other:?}"),
+        }
+    }
+}
+
+/// Creates of one request body (a controller's, with `generateName`) get the same
+/// managedFields, whether computed or remembered; another body gets its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn creates_of_one_body_are_managed_alike() {
+    let env = start().await;
+    let client = env.cert_client("in-process-admin", &["system:masters"]);
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let body = |data: Value| -> ConfigMap {
+        serde_json::from_value(
+            json!({"metadata": {"generateName": "cm-", "labels": {"app": "a"}},
+                                      "data": data}),
+        )
+        .unwrap()
+    };
+    let pp = PostParams {
+        field_manager: Some("controller".into()),
+        ..Default::default()
+    };
+    let fields = |cm: &ConfigMap| -> Vec<(String, String, Value)> {
+        cm.metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .map(|m| {
+                (
+                    m.manager.clone().unwrap_or_default(),
+                    m.operation.clone().unwrap_or_default(),
+                    serde_json::to_value(&m.fields_v1).unwrap(),
+                )
+            })
+            .collect()
+    };
+    let first = cms.create(&pp, &body(json!({"k": "v"}))).await.unwrap();
+    let second = cms.create(&pp, &body(json!({"k": "v"}))).await.unwrap();
+    assert_ne!(first.metadata.name, second.metadata.name);
+    assert_eq!(fields(&first), fields(&second));
+    assert_eq!(
+        fields(&first),
+        [(
+            "controller".to_string(),
+            "Update".to_string(),
+            json!({"f:data": {".": {}, "f:k": {}}, "f:metadata": {"f:generateName": {}, "f:labels": {".": {}, "f:app": {}}}})
+        )]
+    );
+    assert!(second.metadata.managed_fields.unwrap()[0].time.is_some());
+    // Another body, or another manager, is its own.
+    let other = cms
+        .create(&pp, &body(json!({"k": "v", "j": "w"})))
+        .await
+        .unwrap();
+    assert_eq!(
+        fields(&other)[0].2["f:data"],
+        json!({".": {}, "f:j": {}, "f:k": {}})
+    );
+    let by_other = cms
+        .create(&PostParams::default(), &body(json!({"k": "v"})))
+        .await
+        .unwrap();
+    assert_ne!(fields(&by_other)[0].0, "controller");
+    assert_eq!(fields(&by_other)[0].2, fields(&first)[0].2);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_security_chain_runs() {
     let env = start().await;

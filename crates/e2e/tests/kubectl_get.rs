@@ -137,6 +137,62 @@ fn tables_match_kubectl() {
     }
 }
 
+/// A create's managedFields are the request's as decoded and defaulted, as upstream's
+/// create handler records them before mutating admission: `kubectl run`'s pod gets the
+/// service account's token volume from admission, and that volume is nobody's.
+#[test]
+fn created_objects_are_managed_as_requested() {
+    let server = RkubeServer::start();
+    wait_until("the default service account", 30, || {
+        server
+            .kubectl_v(Some("1.33"), &["get", "serviceaccount", "default"])
+            .status
+            .success()
+    });
+    server.kubectl_ok(
+        Some("1.33"),
+        &["run", "p1", "--image=registry.local/b:1", "--restart=Never"],
+    );
+    let pod: Value = serde_json::from_str(&server.kubectl_ok(
+        Some("1.33"),
+        &["get", "pod", "p1", "-o", "json", "--show-managed-fields"],
+    ))
+    .unwrap();
+    let volumes = pod["spec"]["volumes"].as_array().unwrap();
+    assert!(
+        volumes[0]["name"]
+            .as_str()
+            .unwrap()
+            .starts_with("kube-api-access-"),
+        "{pod}"
+    );
+    let entry = pod["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["manager"] == "kubectl-run")
+        .unwrap_or_else(|| panic!("no kubectl-run entry: {pod}"));
+    assert_eq!(entry["operation"], "Update");
+    // What upstream 1.33 records for the same command.
+    assert_eq!(
+        entry["fieldsV1"],
+        json!({
+            "f:metadata": {"f:labels": {".": {}, "f:run": {}}},
+            "f:spec": {
+                "f:containers": {"k:{\"name\":\"p1\"}": {
+                    ".": {}, "f:image": {}, "f:imagePullPolicy": {}, "f:name": {},
+                    "f:resources": {}, "f:terminationMessagePath": {},
+                    "f:terminationMessagePolicy": {},
+                }},
+                "f:dnsPolicy": {}, "f:enableServiceLinks": {}, "f:restartPolicy": {},
+                "f:schedulerName": {}, "f:securityContext": {},
+                "f:terminationGracePeriodSeconds": {},
+            },
+        }),
+        "{pod}"
+    );
+}
+
 #[test]
 fn object_formats_match_kubectl() {
     let server = RkubeServer::start();

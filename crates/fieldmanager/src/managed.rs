@@ -421,6 +421,20 @@ impl Managed {
     }
 }
 
+/// Upstream's `ValidateManagedFields` of an object's managedFields (absent ones are valid):
+/// why they cannot be decoded.
+pub fn validate_managed_fields(obj: &Value) -> Result<(), String> {
+    let Some(list) = obj.get("metadata").and_then(|m| m.get("managedFields")) else {
+        return Ok(());
+    };
+    if list.is_null() {
+        return Ok(());
+    }
+    let entries = EntryRef::list_of(obj)
+        .ok_or_else(|| "managedFields must be a list of managed fields entries".to_string())?;
+    Managed::decode_refs(entries).map(|_| ())
+}
+
 /// Sets (or, with `None`, removes) an object's `metadata.managedFields`.
 pub(crate) fn set_managed_fields(obj: &mut Value, entries: Option<Vec<ManagedFieldsEntry>>) {
     let Some(root) = obj.as_object_mut() else {

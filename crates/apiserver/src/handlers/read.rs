@@ -373,21 +373,22 @@ fn list_response(
     query: &Query,
 ) -> Result<Response<Body>, ApiError> {
     let meta = list_meta(&listed);
-    let needs_values = matches!(
-        accept,
-        Accept::Table | Accept::PartialMetadata | Accept::Yaml
-    ) || convert::needs_conversion(&r.info);
+    let needs_values =
+        matches!(accept, Accept::Table | Accept::Yaml) || convert::needs_conversion(&r.info);
     if !needs_values {
         // Splice the cached bytes: no parsing, no re-serialization.
         let mut out = BytesMut::with_capacity(
             listed.items.iter().map(|o| o.body.len() + 1).sum::<usize>() + 256,
         );
+        let (kind, api_version) = match accept {
+            Accept::PartialMetadata => {
+                ("PartialObjectMetadataList".into(), "meta.k8s.io/v1".into())
+            }
+            _ => (r.info.list_kind(), r.info.api_version()),
+        };
         out.extend_from_slice(
             format!(
-                "{{\"kind\":\"{}\",\"apiVersion\":\"{}\",\"metadata\":{},\"items\":[",
-                r.info.list_kind(),
-                r.info.api_version(),
-                meta
+                "{{\"kind\":\"{kind}\",\"apiVersion\":\"{api_version}\",\"metadata\":{meta},\"items\":["
             )
             .as_bytes(),
         );
@@ -395,7 +396,11 @@ fn list_response(
             if i > 0 {
                 out.extend_from_slice(b",");
             }
-            out.extend_from_slice(&o.json());
+            if accept == Accept::PartialMetadata {
+                partial_metadata(&o.json(), &mut out);
+            } else {
+                out.extend_from_slice(&o.json());
+            }
         }
         out.extend_from_slice(b"]}");
         return Ok(super::bytes_response(StatusCode::OK, out.freeze()));
@@ -488,6 +493,26 @@ fn bookmark_event(r: &Resource, rv: i64, initial_end: bool) -> Bytes {
     Bytes::from(line)
 }
 
+/// Appends the `PartialObjectMetadata` of an object in its stored JSON form: its
+/// `metadata` cut out as it is, the rest of the object skipped without being decoded
+/// (metadata-only informers, such as the garbage collector's, watch every resource).
+fn partial_metadata(json: &[u8], out: &mut BytesMut) {
+    #[derive(serde::Deserialize)]
+    struct MetadataOnly<'a> {
+        #[serde(borrow)]
+        metadata: Option<&'a serde_json::value::RawValue>,
+    }
+    let metadata = serde_json::from_slice::<MetadataOnly<'_>>(json)
+        .ok()
+        .and_then(|m| m.metadata)
+        .map_or("{}", |m| m.get());
+    out.extend_from_slice(
+        b"{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":",
+    );
+    out.extend_from_slice(metadata.as_bytes());
+    out.extend_from_slice(b"}");
+}
+
 /// Encodes one event in the negotiated form.
 fn encode_event(
     r: &Resource,
@@ -497,12 +522,16 @@ fn encode_event(
     query: &Query,
     first: &mut bool,
 ) -> Result<Bytes, ApiError> {
-    let plain = accept == Accept::Json && !convert::needs_conversion(&r.info);
-    if plain {
+    let stored_form = !convert::needs_conversion(&r.info);
+    if stored_form && matches!(accept, Accept::Json | Accept::PartialMetadata) {
         let json = obj.json();
         let mut out = BytesMut::with_capacity(json.len() + 32);
         out.extend_from_slice(format!("{{\"type\":\"{}\",\"object\":", kind.as_str()).as_bytes());
-        out.extend_from_slice(&json);
+        if accept == Accept::Json {
+            out.extend_from_slice(&json);
+        } else {
+            partial_metadata(&json, &mut out);
+        }
         out.extend_from_slice(b"}\n");
         return Ok(out.freeze());
     }

@@ -273,7 +273,7 @@ fn parse_object(
     fields: &dyn Fn(&Value) -> Vec<(String, String)>,
 ) -> (Bytes, Meta) {
     let bytes = with_resource_version(raw, rv);
-    let value: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let value = super::sparse::decode(&bytes, &super::strategy::INDEXED).unwrap_or(Value::Null);
     let fields = fields(&value);
     let meta = Meta::new(
         key,

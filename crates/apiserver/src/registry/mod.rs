@@ -12,6 +12,7 @@ mod metacheck;
 mod namespaces;
 pub mod packed;
 pub mod services;
+mod sparse;
 pub mod stored;
 pub mod strategy;
 pub mod virtuals;
@@ -144,6 +145,8 @@ pub struct Registry {
     pub advertise_port: u16,
     /// The admission chain, installed once at start-up.
     admission: std::sync::OnceLock<Arc<admission::Chain>>,
+    /// The managedFields of recent creates (see `fieldmgr::track_create`).
+    pub(crate) created_fields: crate::fieldmgr::CreateMemo,
 }
 
 /// The strategy's decoding of `obj`, keeping `metadata.initializers` (which the typed
@@ -234,6 +237,7 @@ impl Registry {
             advertise: advertise.0,
             advertise_port: advertise.1,
             admission: std::sync::OnceLock::new(),
+            created_fields: crate::fieldmgr::CreateMemo::default(),
         });
         let builtin: Vec<Arc<Resource>> = api::catalog::builtin()
             .into_iter()
@@ -512,9 +516,17 @@ impl Registry {
             ));
         }
         self.check_type_meta(r, &body)?;
-        let (mut obj, warnings) = self.decode(r, &body, opts.field_validation)?;
+        let (mut obj, mut warnings) = self.decode(r, &body, opts.field_validation)?;
         Self::check_namespace(r, ns, &mut obj)?;
         r.strategy.default(&r.info, &mut obj);
+        // Upstream's create handler: the managed fields are those of the request as decoded
+        // and defaulted, before mutating admission and before the name, uid and status are
+        // set (what admission adds, a token volume say, is nobody's).
+        crate::fieldmgr::track_create(r, &mut obj, opts, self);
+        let managed_before_admission = obj
+            .get("metadata")
+            .and_then(|m| m.get("managedFields"))
+            .cloned();
         let namespace = api::meta::namespace(&obj).unwrap_or_default().to_string();
         let requested_name = api::meta::name(&obj).unwrap_or_default().to_string();
         let mut obj = self
@@ -532,6 +544,11 @@ impl Registry {
             )
             .await?
             .ok_or_else(|| ApiError::internal("admission removed the object"))?;
+        crate::fieldmgr::keep_valid_after_admission(
+            &mut obj,
+            managed_before_admission,
+            &mut warnings,
+        );
 
         // The name in errors before name generation (admission's `extractResourceName`).
         let admission_name = api::meta::name(&obj)
@@ -583,7 +600,6 @@ impl Registry {
             )
             .await?;
         let mut obj = admitted.ok_or_else(|| ApiError::internal("admission removed the object"))?;
-        crate::fieldmgr::track_create(r, &mut obj, opts, self);
 
         if opts.dry_run {
             return Ok(Written {

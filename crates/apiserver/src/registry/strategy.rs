@@ -13,6 +13,8 @@ use api::kinds::Decoded;
 use api::{ApiError, FieldError};
 use serde_json::{Value, json};
 
+use super::sparse::Keep;
+
 /// Behaviour of one resource.
 pub trait Strategy: Send + Sync {
     /// Decodes (normalizing through the type where there is one) and reports unknown
@@ -103,6 +105,50 @@ pub trait Strategy: Send + Sync {
 pub struct Builtin {
     pub event_ttl: Duration,
 }
+
+/// What of an object the watch cache reads to index it: `kind`, the metadata's name,
+/// namespace, labels and initializers, and every member [`Builtin`]'s `fields` reads. The
+/// cache decodes only these (see [`super::sparse`]). **Invariant:** whatever `fields` reads
+/// is named here (checked by `indexed_members_are_what_fields_read`).
+pub const INDEXED: Keep = Keep::Members(&[
+    ("kind", Keep::All),
+    (
+        "metadata",
+        Keep::Members(&[
+            ("name", Keep::All),
+            ("namespace", Keep::All),
+            ("labels", Keep::All),
+            ("initializers", Keep::All),
+        ]),
+    ),
+    (
+        "spec",
+        Keep::Members(&[
+            ("nodeName", Keep::All),
+            ("restartPolicy", Keep::All),
+            ("schedulerName", Keep::All),
+            ("serviceAccountName", Keep::All),
+            ("hostNetwork", Keep::All),
+            ("unschedulable", Keep::All),
+        ]),
+    ),
+    (
+        "status",
+        Keep::Members(&[
+            ("phase", Keep::All),
+            ("podIP", Keep::All),
+            ("podIPs", Keep::All),
+            ("nominatedNodeName", Keep::All),
+            ("replicas", Keep::All),
+            ("succeeded", Keep::All),
+        ]),
+    ),
+    ("involvedObject", Keep::All),
+    ("reason", Keep::All),
+    ("reportingComponent", Keep::All),
+    ("source", Keep::All),
+    ("type", Keep::All),
+]);
 
 fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
     let mut cur = v;
@@ -438,4 +484,65 @@ fn spec_changed(old: &Value, new: &Value) -> bool {
         v
     };
     strip(old) != strip(new)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Objects of every kind `Builtin::fields` has fields for, with every member it reads
+    /// set, and members it does not read beside them.
+    fn samples() -> Vec<Value> {
+        let meta = json!({
+            "name": "a", "namespace": "ns", "uid": "u", "labels": {"app": "web"},
+            "annotations": {"n": "v"}, "initializers": {"pending": [{"name": "i.example.com"}]},
+            "managedFields": [{"manager": "m"}],
+        });
+        vec![
+            json!({"kind": "Pod", "metadata": meta,
+                   "spec": {"nodeName": "n1", "restartPolicy": "Never", "schedulerName": "s",
+                            "serviceAccountName": "sa", "hostNetwork": true,
+                            "containers": [{"name": "c", "image": "i"}]},
+                   "status": {"phase": "Running", "podIP": "10.0.0.1", "nominatedNodeName": "n2",
+                              "podIPs": [{"ip": "10.0.0.1"}, {"ip": "fd00::1"}],
+                              "conditions": [{"type": "Ready", "status": "True"}]}}),
+            json!({"kind": "Event", "metadata": meta,
+                   "involvedObject": {"kind": "Pod", "namespace": "ns", "name": "a", "uid": "u",
+                                      "apiVersion": "v1", "resourceVersion": "7",
+                                      "fieldPath": "spec.containers{c}"},
+                   "reason": "Scheduled", "reportingComponent": "sched",
+                   "source": {"component": "kubelet", "host": "n1"}, "type": "Normal",
+                   "message": "m", "count": 2}),
+            json!({"kind": "Secret", "metadata": meta, "type": "Opaque", "data": {"k": "dg=="}}),
+            json!({"kind": "Node", "metadata": meta, "spec": {"unschedulable": true, "podCIDR": "x"},
+                   "status": {"capacity": {"cpu": "4"}}}),
+            json!({"kind": "Namespace", "metadata": meta, "status": {"phase": "Terminating"}}),
+            json!({"kind": "ReplicaSet", "metadata": meta, "spec": {"replicas": 3},
+                   "status": {"replicas": 2, "readyReplicas": 1}}),
+            json!({"kind": "ReplicationController", "metadata": meta, "status": {"replicas": 5}}),
+            json!({"kind": "Job", "metadata": meta, "status": {"succeeded": 4, "failed": 1}}),
+            json!({"kind": "ConfigMap", "metadata": meta, "data": {"k": "v"}}),
+        ]
+    }
+
+    #[test]
+    fn indexed_members_are_what_fields_read() {
+        let strategy = Builtin {
+            event_ttl: Duration::from_secs(3600),
+        };
+        for full in samples() {
+            let bytes = serde_json::to_vec(&full).unwrap();
+            let sparse = super::super::sparse::decode(&bytes, &INDEXED).unwrap();
+            assert_eq!(strategy.fields(&sparse), strategy.fields(&full), "{full}");
+            assert_eq!(api::meta::name(&sparse), api::meta::name(&full));
+            assert_eq!(api::meta::namespace(&sparse), api::meta::namespace(&full));
+            assert!(api::meta::labels(&sparse).eq(api::meta::labels(&full)));
+            assert_eq!(
+                api::kinds::initializers::is_uninitialized(&sparse),
+                api::kinds::initializers::is_uninitialized(&full)
+            );
+            // Nothing else is built.
+            assert!(sparse["metadata"].get("managedFields").is_none());
+        }
+    }
 }

@@ -10,7 +10,8 @@
 //! upstream's one-minute leeway, and the service account (and the bound pod, secret or
 //! node) still there with the same UID.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 
 use base64::Engine;
 use serde_json::{Map, Value, json};
@@ -90,6 +91,66 @@ pub struct Verifier {
     pub audiences: Vec<String>,
     /// The verification keys (`--service-account-key-file`).
     pub keys: Vec<PublicKey>,
+    /// Tokens whose signature and claims were verified, so a client sending the same
+    /// token on every request costs one signature check, not one per request.
+    pub verified: VerifiedTokens,
+}
+
+/// A token that parsed as ours, with a valid signature, decoded.
+#[derive(Debug)]
+struct Decoded {
+    legacy: bool,
+    claims: Claims,
+    payload: Value,
+}
+
+/// The memo of verified tokens by the SHA-256 of their text. It holds only what the
+/// token itself proves (its signature, issuer and claims); whether its objects still
+/// exist and whether it has expired are checked on every request, so caching never
+/// keeps a revoked token alive (upstream's token cache accepts one for up to 10 s).
+#[derive(Debug, Default)]
+pub struct VerifiedTokens(Mutex<HashMap<[u8; 32], Arc<Decoded>>>);
+
+/// Past this many verified tokens the memo starts over (a cluster's live tokens are far
+/// fewer).
+const VERIFIED_TOKENS_MAX: usize = 16_384;
+
+/// A copy of a verifier starts with an empty memo of its own.
+impl Clone for VerifiedTokens {
+    fn clone(&self) -> Self {
+        VerifiedTokens::default()
+    }
+}
+
+impl VerifiedTokens {
+    fn key(token: &str) -> [u8; 32] {
+        let mut key = [0u8; 32];
+        key.copy_from_slice(ring::digest::digest(&ring::digest::SHA256, token.as_bytes()).as_ref());
+        key
+    }
+
+    fn get(&self, key: &[u8; 32]) -> Option<Arc<Decoded>> {
+        self.0.lock().ok()?.get(key).cloned()
+    }
+
+    fn put(&self, key: [u8; 32], decoded: Arc<Decoded>) {
+        if let Ok(mut memo) = self.0.lock() {
+            if memo.len() >= VERIFIED_TOKENS_MAX {
+                memo.clear();
+            }
+            memo.insert(key, decoded);
+        }
+    }
+
+    /// How many tokens are held.
+    pub fn len(&self) -> usize {
+        self.0.lock().map(|m| m.len()).unwrap_or_default()
+    }
+
+    /// Whether none is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// The claims this server puts in a bound token, before signing.
@@ -541,49 +602,44 @@ impl Verifier {
         self.authenticate_for(token, now_ms, objects, &self.audiences)
     }
 
-    /// The verdict on `token` at `now_ms` for `audiences` (a `TokenReview`'s own).
-    pub fn authenticate_for(
-        &self,
-        token: &str,
-        now_ms: i64,
-        objects: &dyn Objects,
-        audiences: &[String],
-    ) -> Verdict {
+    /// Parses `token` as one of ours and checks its signature and issuer: what the
+    /// token alone proves, whatever the time and the objects.
+    fn decode(&self, token: &str) -> Result<Decoded, Verdict> {
         // Upstream's hasCorrectIssuer: the unverified payload names one of our issuers.
         if token.trim_start().starts_with('{') {
-            return Verdict::NotOurs;
+            return Err(Verdict::NotOurs);
         }
         let parts: Vec<&str> = token.split('.').collect();
         let [header, payload, signature] = parts[..] else {
-            return Verdict::NotOurs;
+            return Err(Verdict::NotOurs);
         };
         let Some(payload_value) = b64(payload)
             .and_then(|p| serde_json::from_slice::<Value>(&p).ok())
             .filter(Value::is_object)
         else {
-            return Verdict::NotOurs;
+            return Err(Verdict::NotOurs);
         };
         let issuer = match payload_value.get("iss") {
             None | Some(Value::Null) => "",
             Some(Value::String(s)) => s.as_str(),
-            Some(_) => return Verdict::NotOurs,
+            Some(_) => return Err(Verdict::NotOurs),
         };
         let legacy = issuer == LEGACY_ISSUER;
         if !legacy && !self.issuers.iter().any(|i| i == issuer) {
-            return Verdict::NotOurs;
+            return Err(Verdict::NotOurs);
         }
         // A JWS we cannot parse is no token of ours either.
         let Some(header_value) = b64(header)
             .and_then(|h| serde_json::from_slice::<Value>(&h).ok())
             .filter(Value::is_object)
         else {
-            return Verdict::NotOurs;
+            return Err(Verdict::NotOurs);
         };
         let Some(alg) = header_value["alg"].as_str() else {
-            return Verdict::NotOurs;
+            return Err(Verdict::NotOurs);
         };
         if b64(signature).is_none() {
-            return Verdict::NotOurs;
+            return Err(Verdict::NotOurs);
         }
         let kid = header_value["kid"].as_str().unwrap_or_default();
         let keys: Vec<&PublicKey> = self
@@ -592,7 +648,7 @@ impl Verifier {
             .filter(|k| kid.is_empty() || k.kid == kid)
             .collect();
         if keys.is_empty() {
-            return Verdict::Rejected("invalid signature, no keys found".into());
+            return Err(Verdict::Rejected("invalid signature, no keys found".into()));
         }
         let alg = alg.parse::<jsonwebtoken::Algorithm>().ok();
         let message = format!("{header}.{payload}");
@@ -611,15 +667,50 @@ impl Verifier {
             ok
         });
         if !verified {
-            return Verdict::Rejected(aggregate(&errors));
+            return Err(Verdict::Rejected(aggregate(&errors)));
         }
         let claims = match Claims::parse(&payload_value) {
             Ok(c) => c,
-            Err(e) => return Verdict::Rejected(e),
+            Err(e) => return Err(Verdict::Rejected(e)),
         };
         if !legacy && !self.issuers.contains(&claims.issuer) {
-            return Verdict::Rejected(format!("token issuer {:?} is invalid", claims.issuer));
+            return Err(Verdict::Rejected(format!(
+                "token issuer {:?} is invalid",
+                claims.issuer
+            )));
         }
+        Ok(Decoded {
+            legacy,
+            claims,
+            payload: payload_value,
+        })
+    }
+
+    /// The verdict on `token` at `now_ms` for `audiences` (a `TokenReview`'s own).
+    pub fn authenticate_for(
+        &self,
+        token: &str,
+        now_ms: i64,
+        objects: &dyn Objects,
+        audiences: &[String],
+    ) -> Verdict {
+        let key = VerifiedTokens::key(token);
+        let decoded = match self.verified.get(&key) {
+            Some(d) => d,
+            None => match self.decode(token) {
+                Ok(d) => {
+                    let d = Arc::new(d);
+                    self.verified.put(key, Arc::clone(&d));
+                    d
+                }
+                Err(verdict) => return verdict,
+            },
+        };
+        let Decoded {
+            legacy,
+            ref claims,
+            payload: ref payload_value,
+        } = *decoded;
         let token_audiences = if claims.audience.is_empty() {
             // Legacy tokens have no audience: they are for the API server.
             audiences.to_vec()
@@ -637,9 +728,9 @@ impl Verifier {
             ));
         }
         let info = if legacy {
-            validate_legacy(token, &claims, &payload_value, objects)
+            validate_legacy(token, claims, payload_value, objects)
         } else {
-            validate_bound(&claims, &payload_value, now_ms, objects)
+            validate_bound(claims, payload_value, now_ms, objects)
         };
         match info {
             Ok(info) => Verdict::User(info.user()),
@@ -708,6 +799,7 @@ mod tests {
             issuers: vec![ISSUER.into(), "https://old.example".into()],
             audiences: vec![ISSUER.into(), "rkube".into()],
             keys: vec![key.public.clone()],
+            verified: VerifiedTokens::default(),
         };
         let objects = Fake::default();
         objects.put(ObjectKind::ServiceAccount, "ns1", "robot", "sa-uid-1");
@@ -936,6 +1028,35 @@ mod tests {
             e.rejected(&token, NOW),
             "go-jose/go-jose: error in cryptographic primitive"
         );
+    }
+
+    #[test]
+    fn verified_tokens_are_remembered_but_rechecked_against_time_and_objects() {
+        let e = env();
+        let token = e.bound(|_| {});
+        assert!(matches!(e.check(&token, NOW), Verdict::User(_)));
+        assert!(matches!(e.check(&token, NOW + 1), Verdict::User(_)));
+        assert_eq!(
+            e.verifier.verified.len(),
+            1,
+            "one signature check per token"
+        );
+        // What the memo holds proves the signature, never that the token is still good.
+        assert_eq!(
+            e.rejected(&token, NOW + 7200),
+            "service account token has expired"
+        );
+        e.objects.remove(ObjectKind::ServiceAccount, "ns1", "robot");
+        assert_eq!(
+            e.rejected(&token, NOW),
+            "serviceaccounts \"robot\" not found"
+        );
+        // A token that fails its signature check is never remembered.
+        let mut forged = token.clone();
+        forged.truncate(forged.len() - 4);
+        forged.push_str("AAAA");
+        assert!(matches!(e.check(&forged, NOW), Verdict::Rejected(_)));
+        assert_eq!(e.verifier.verified.len(), 1);
     }
 
     #[test]

@@ -197,6 +197,7 @@ impl Tokens {
                 issuers: options.issuers.clone(),
                 audiences,
                 keys: keys.verify,
+                verified: jwt::VerifiedTokens::default(),
             },
             signer: keys.signer,
             max_expiration_seconds: i64::try_from(options.max_token_expiration.as_secs())
