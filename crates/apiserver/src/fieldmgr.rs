@@ -194,12 +194,18 @@ impl CreateMemo {
 }
 
 /// Upstream's `managedFieldsValidatingAdmissionController`: managedFields that mutating
-/// admission left invalid are put back as they were before it, with a warning.
+/// admission left invalid are put back as they were before it, with a warning. `before`
+/// is what the field manager wrote, valid by construction, so managedFields admission did
+/// not touch are not decoded again.
 pub fn keep_valid_after_admission(
     obj: &mut Value,
     before: Option<Value>,
     warnings: &mut Vec<String>,
 ) {
+    // The field manager's own are valid: only a change by admission needs a look.
+    if obj["metadata"].get("managedFields") == before.as_ref() {
+        return;
+    }
     let Err(e) = fieldmanager::validate_managed_fields(obj) else {
         return;
     };
@@ -264,6 +270,13 @@ mod tests {
                 "{warnings:?}"
             );
         }
+        // Unchanged by admission: kept as they are.
+        let odd = json!([{"operation": "x"}]);
+        let mut obj = json!({"metadata": {"name": "a", "managedFields": odd.clone()}});
+        let mut warnings = Vec::new();
+        keep_valid_after_admission(&mut obj, Some(odd.clone()), &mut warnings);
+        assert_eq!(obj["metadata"]["managedFields"], odd);
+        assert!(warnings.is_empty());
         // None before: the broken ones go.
         let mut obj = json!({"metadata": {"name": "a", "managedFields": [{"operation": "x"}]}});
         keep_valid_after_admission(&mut obj, None, &mut Vec::new());
