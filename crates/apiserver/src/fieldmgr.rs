@@ -1,14 +1,15 @@
 //! Server-side apply and managed fields, glued to the `fieldmanager` crate: which schema a
 //! resource's objects follow, which fields each endpoint resets, who the manager is.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use api::ApiError;
-use fieldmanager::{FieldManager, FieldSet, GroupVersionKind, ObjectSchema, PathElement};
+use fieldmanager::{
+    FieldManager, FieldSet, GroupVersionKind, ManagedFieldsEntry, ObjectSchema, PathElement,
+};
 use serde_json::Value;
 
+use crate::memo::{DigestMemo, Sha256};
 use crate::registry::{Registry, Resource, WriteOptions};
 
 /// The schema the objects of `r` follow.
@@ -116,81 +117,44 @@ pub fn track_create(r: &Resource, obj: &mut Value, opts: &WriteOptions, registry
         && obj["metadata"]
             .get("managedFields")
             .is_none_or(Value::is_null))
-    .then(|| CreateMemo::key(r, &manager, obj));
+    .then(|| create_key(r, &manager, obj));
     if let Some(key) = &memo_key
-        && let Some(mut managed) = registry.created_fields.get(key)
+        && let Some(mut entry) = registry.created_fields.get(key)
     {
-        if let Some(entry) = managed.get_mut(0).and_then(Value::as_object_mut) {
-            let secs = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-            let secs = i64::try_from(secs).unwrap_or(i64::MAX);
-            entry.insert(
-                "time".into(),
-                Value::String(fieldmanager::format_time(secs)),
-            );
-        }
-        api::meta::metadata_mut(obj).insert("managedFields".into(), managed);
+        entry.time = Some(fieldmanager::unix_seconds(now));
+        api::meta::metadata_mut(obj).insert(
+            "managedFields".into(),
+            Value::Array(vec![entry.into_value()]),
+        );
         return;
     }
     manager_for(r, None).update_in_place(None, obj, &manager, now);
     if let Some(key) = memo_key
-        && let Some(managed) = obj["metadata"].get("managedFields")
-        && managed
-            .as_array()
-            .is_some_and(|a| a.len() == 1 && a[0].get("time").is_some())
+        && let Some([entry]) = ManagedFieldsEntry::list_of(obj).as_deref()
+        && entry.time.is_some()
     {
-        registry.created_fields.put(key, managed.clone());
+        registry.created_fields.put(key, entry.clone());
     }
 }
 
-/// The managedFields of recent creates by [`CreateMemo::key`].
-#[derive(Debug, Default)]
-pub struct CreateMemo(Mutex<HashMap<[u8; 32], Value>>);
+/// The managedFields entry of recent creates by [`create_key`]. Each is one object's,
+/// a few KB; the creates that repeat are a few templates' at a time.
+pub type CreateMemo = DigestMemo<ManagedFieldsEntry, 256>;
 
-/// Past this many the memo starts over (each holds one object's managedFields, a few KB;
-/// the creates that repeat are a few templates' at a time).
-const CREATE_MEMO_MAX: usize = 256;
-
-impl CreateMemo {
-    /// What determines a create's managedFields: the kind (and so its schema and reset
-    /// fields), the manager and the object as requested, hashed.
-    fn key(r: &Resource, manager: &str, obj: &Value) -> [u8; 32] {
-        struct Digest(ring::digest::Context);
-        impl std::io::Write for Digest {
-            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                self.0.update(buf);
-                Ok(buf.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let mut d = Digest(ring::digest::Context::new(&ring::digest::SHA256));
-        for part in [&r.info.group, &r.info.version, &r.info.kind] {
-            d.0.update(part.as_bytes());
-            d.0.update(b"\0");
-        }
-        d.0.update(manager.as_bytes());
-        d.0.update(b"\0");
-        // Writing to a digest cannot fail; an object that does not serialize is hashed as
-        // far as it went, which is still only ever equal to itself.
-        let _ = serde_json::to_writer(&mut d, obj);
-        let mut key = [0u8; 32];
-        key.copy_from_slice(d.0.finish().as_ref());
-        key
+/// What determines a create's managedFields: the kind (and so its schema and reset
+/// fields), the manager and the object as requested, hashed.
+fn create_key(r: &Resource, manager: &str, obj: &Value) -> [u8; 32] {
+    let mut h = Sha256::default();
+    for part in [&r.info.group, &r.info.version, &r.info.kind] {
+        h.update(part.as_bytes());
+        h.update(b"\0");
     }
-
-    fn get(&self, key: &[u8; 32]) -> Option<Value> {
-        self.0.lock().ok()?.get(key).cloned()
-    }
-
-    fn put(&self, key: [u8; 32], managed: Value) {
-        if let Ok(mut memo) = self.0.lock() {
-            if memo.len() >= CREATE_MEMO_MAX {
-                memo.clear();
-            }
-            memo.insert(key, managed);
-        }
-    }
+    h.update(manager.as_bytes());
+    h.update(b"\0");
+    // Writing to a digest cannot fail; an object that does not serialize is hashed as far
+    // as it went, which is still only ever equal to itself.
+    let _ = serde_json::to_writer(&mut h, obj);
+    h.finish()
 }
 
 /// Upstream's `managedFieldsValidatingAdmissionController`: managedFields that mutating

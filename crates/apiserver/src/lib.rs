@@ -18,6 +18,7 @@ pub mod handlers;
 pub mod http;
 mod initializers;
 pub mod inprocess;
+mod memo;
 pub mod metrics;
 pub mod oidc;
 pub mod openapi;

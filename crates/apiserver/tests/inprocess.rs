@@ -74,6 +74,17 @@ fn code(r: Result<impl std::fmt::Debug, kube::Error>) -> u16 {
     }
 }
 
+/// The next event of a watch, within 10 s.
+async fn next_event<T>(
+    events: &mut (impl futures::Stream<Item = Result<T, kube::Error>> + Unpin),
+) -> T {
+    tokio::time::timeout(Duration::from_secs(10), events.try_next())
+        .await
+        .expect("no watch event within 10 s")
+        .unwrap()
+        .unwrap()
+}
+
 fn config_map(name: &str) -> ConfigMap {
     serde_json::from_value(json!({"metadata": {"name": name}, "data": {"k": "v"}})).unwrap()
 }
@@ -112,11 +123,7 @@ async fn reads_writes_and_watches_with_a_client_certificate() {
     cms.create(&PostParams::default(), &config_map("two"))
         .await
         .unwrap();
-    let event = tokio::time::timeout(Duration::from_secs(10), events.try_next())
-        .await
-        .expect("no watch event within 10 s")
-        .unwrap()
-        .unwrap();
+    let event = next_event(&mut events).await;
     match event {
         WatchEvent::Added(cm) => assert_eq!(cm.metadata.name.as_deref(), Some("two")),
         other => panic!("expected ADDED two, got {other:?}"),
@@ -196,11 +203,7 @@ async fn metadata_only_lists_and_watches() {
         .unwrap();
     cms.delete("one", &Default::default()).await.unwrap();
     for (want_name, want_meta) in [("two", &two.metadata), ("one", &created.metadata)] {
-        let event = tokio::time::timeout(Duration::from_secs(10), events.try_next())
-            .await
-            .expect("no watch event within 10 s")
-            .unwrap()
-            .unwrap();
+        let event = next_event(&mut events).await;
         match event {
             WatchEvent::Added(m) if want_name == "two" => {
                 assert_eq!(&m.metadata, want_meta);

@@ -43,7 +43,7 @@ pub use conflict::{CAUSE_FIELD_MANAGER_CONFLICT, Conflict, Conflicts};
 pub use error::Error;
 pub use managed::{
     FIELDS_V1, ManagedFieldsEntry, ManagerId, format_time, parse_time,
-    revert_timestamp_only_changes, validate_managed_fields,
+    revert_timestamp_only_changes, unix_seconds, validate_managed_fields,
 };
 pub use manager::{
     ANCIENT_CHANGES, ApplyOutcome, BEFORE_FIRST_APPLY, DEFAULT_MAX_UPDATE_MANAGERS, FieldManager,

@@ -99,7 +99,7 @@ impl ManagedFieldsEntry {
     }
 
     /// [`ManagedFieldsEntry::to_value`] without copying the strings and fieldsV1.
-    pub(crate) fn into_value(self) -> Value {
+    pub fn into_value(self) -> Value {
         let mut m = Map::new();
         let mut put = |k: &str, v: String| {
             if !v.is_empty() {
@@ -218,7 +218,7 @@ pub fn parse_time(s: &str) -> Option<i64> {
 }
 
 /// Seconds since the epoch of a system time.
-pub(crate) fn unix_seconds(t: SystemTime) -> i64 {
+pub fn unix_seconds(t: SystemTime) -> i64 {
     jiff::Timestamp::try_from(t)
         .map(|t| t.as_second())
         .unwrap_or(0)

@@ -723,6 +723,15 @@ impl Server {
     }
 }
 
+/// Upstream's `PartialObjectMetadata` of an object: its metadata, nothing else.
+pub(crate) fn partial_object_metadata(obj: &Value) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata").cloned().unwrap_or(json!({})),
+    })
+}
+
 /// Responds with an object in the negotiated form (JSON, YAML, Table, metadata).
 pub(crate) fn object_response(
     r: &Resource,
@@ -735,11 +744,7 @@ pub(crate) fn object_response(
     use crate::http::Accept;
     let body: Value = match accept {
         Accept::Table => read::table(r, &[obj], query, None, false)?,
-        Accept::PartialMetadata => json!({
-            "kind": "PartialObjectMetadata",
-            "apiVersion": "meta.k8s.io/v1",
-            "metadata": obj.get("metadata").cloned().unwrap_or(json!({})),
-        }),
+        Accept::PartialMetadata => partial_object_metadata(obj),
         _ => obj.clone(),
     };
     let (bytes, ct) = crate::http::encode(&body, accept);

@@ -424,11 +424,7 @@ fn list_response(
             "kind": "PartialObjectMetadataList",
             "apiVersion": "meta.k8s.io/v1",
             "metadata": meta,
-            "items": values.iter().map(|v| json!({
-                "kind": "PartialObjectMetadata",
-                "apiVersion": "meta.k8s.io/v1",
-                "metadata": v.get("metadata").cloned().unwrap_or(json!({})),
-            })).collect::<Vec<_>>(),
+            "items": values.iter().map(super::partial_object_metadata).collect::<Vec<_>>(),
         }),
         _ => json!({
             "kind": r.info.list_kind(),
@@ -493,9 +489,10 @@ fn bookmark_event(r: &Resource, rv: i64, initial_end: bool) -> Bytes {
     Bytes::from(line)
 }
 
-/// Appends the `PartialObjectMetadata` of an object in its stored JSON form: its
-/// `metadata` cut out as it is, the rest of the object skipped without being decoded
-/// (metadata-only informers, such as the garbage collector's, watch every resource).
+/// Appends the `PartialObjectMetadata` of an object in its stored JSON form (as
+/// [`super::partial_object_metadata`] of the decoded object): its `metadata` cut out as it
+/// is, the rest of the object skipped without being decoded (metadata-only informers,
+/// such as the garbage collector's, watch every resource).
 fn partial_metadata(json: &[u8], out: &mut BytesMut) {
     #[derive(serde::Deserialize)]
     struct MetadataOnly<'a> {
@@ -548,11 +545,7 @@ fn encode_event(
             *first = false;
             t
         }
-        Accept::PartialMetadata => json!({
-            "kind": "PartialObjectMetadata",
-            "apiVersion": "meta.k8s.io/v1",
-            "metadata": value.get("metadata").cloned().unwrap_or(json!({})),
-        }),
+        Accept::PartialMetadata => super::partial_object_metadata(&value),
         _ => value,
     };
     let mut line =

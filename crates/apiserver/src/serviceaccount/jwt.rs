@@ -10,14 +10,15 @@
 //! upstream's one-minute leeway, and the service account (and the bound pod, secret or
 //! node) still there with the same UID.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use base64::Engine;
 use serde_json::{Map, Value, json};
 
 use super::keys::{PublicKey, SigningKey};
 use crate::authn::UserInfo;
+use crate::memo::{DigestMemo, Sha256};
 
 /// The issuer of legacy (secret-based) tokens.
 pub const LEGACY_ISSUER: &str = "kubernetes/serviceaccount";
@@ -93,12 +94,12 @@ pub struct Verifier {
     pub keys: Vec<PublicKey>,
     /// Tokens whose signature and claims were verified, so a client sending the same
     /// token on every request costs one signature check, not one per request.
-    pub verified: VerifiedTokens,
+    pub(crate) verified: VerifiedTokens,
 }
 
 /// A token that parsed as ours, with a valid signature, decoded.
 #[derive(Debug)]
-struct Decoded {
+pub(crate) struct Decoded {
     legacy: bool,
     claims: Claims,
     payload: Value,
@@ -107,52 +108,10 @@ struct Decoded {
 /// The memo of verified tokens by the SHA-256 of their text. It holds only what the
 /// token itself proves (its signature, issuer and claims); whether its objects still
 /// exist and whether it has expired are checked on every request, so caching never
-/// keeps a revoked token alive (upstream's token cache accepts one for up to 10 s).
-#[derive(Debug, Default)]
-pub struct VerifiedTokens(Mutex<HashMap<[u8; 32], Arc<Decoded>>>);
-
-/// Past this many verified tokens the memo starts over: each holds its decoded payload,
-/// about 1.5 KB, so the memo stays under about 6 MB however many tokens clients send
-/// (those past the bound are then checked again, as without the memo).
-const VERIFIED_TOKENS_MAX: usize = 4_096;
-
-/// A copy of a verifier starts with an empty memo of its own.
-impl Clone for VerifiedTokens {
-    fn clone(&self) -> Self {
-        VerifiedTokens::default()
-    }
-}
-
-impl VerifiedTokens {
-    fn key(token: &str) -> [u8; 32] {
-        let mut key = [0u8; 32];
-        key.copy_from_slice(ring::digest::digest(&ring::digest::SHA256, token.as_bytes()).as_ref());
-        key
-    }
-
-    fn get(&self, key: &[u8; 32]) -> Option<Arc<Decoded>> {
-        self.0.lock().ok()?.get(key).cloned()
-    }
-
-    fn put(&self, key: [u8; 32], decoded: Arc<Decoded>) {
-        if let Ok(mut memo) = self.0.lock() {
-            if memo.len() >= VERIFIED_TOKENS_MAX {
-                memo.clear();
-            }
-            memo.insert(key, decoded);
-        }
-    }
-
-    /// How many tokens are held.
-    pub fn len(&self) -> usize {
-        self.0.lock().map(|m| m.len()).unwrap_or_default()
-    }
-
-    /// Whether none is held.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
+/// keeps a revoked token alive (upstream's token cache accepts one for up to 10 s). Each
+/// holds its decoded payload, about 1.5 KB, so at most 4,096 (about 6 MB) are held
+/// however many tokens clients send; those past the bound are checked again.
+pub(crate) type VerifiedTokens = DigestMemo<Arc<Decoded>, 4_096>;
 
 /// The claims this server puts in a bound token, before signing.
 #[derive(Clone, Debug, Default)]
@@ -695,7 +654,7 @@ impl Verifier {
         objects: &dyn Objects,
         audiences: &[String],
     ) -> Verdict {
-        let key = VerifiedTokens::key(token);
+        let key = Sha256::of(token.as_bytes());
         let decoded = match self.verified.get(&key) {
             Some(d) => d,
             None => match self.decode(token) {
