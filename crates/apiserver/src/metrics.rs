@@ -212,6 +212,16 @@ impl Metrics {
                 "rkube_watch_cache_history_bytes",
                 |s| s.history_bytes,
             ),
+            (
+                "Watchers the watch cache feeds.",
+                "rkube_watch_cache_watchers",
+                |s| s.watchers,
+            ),
+            (
+                "Messages queued in the watch cache for its watchers.",
+                "rkube_watch_cache_queued_messages",
+                |s| s.queued,
+            ),
         ] {
             out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n"));
             for (resource, sizes) in &caches {
@@ -220,6 +230,23 @@ impl Metrics {
                     get(sizes)
                 ));
             }
+        }
+        let (versions, bytes) = crate::registry::cache::live_versions();
+        for (help, name, value) in [
+            (
+                "Cached object versions alive anywhere in the process (caches, histories, watch queues, responses being written).",
+                "rkube_watch_cache_live_versions",
+                versions,
+            ),
+            (
+                "Bytes of the bodies of the cached object versions alive in the process.",
+                "rkube_watch_cache_live_body_bytes",
+                bytes,
+            ),
+        ] {
+            out.push_str(&format!(
+                "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}\n"
+            ));
         }
         out
     }

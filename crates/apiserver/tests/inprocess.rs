@@ -145,6 +145,39 @@ async fn reads_writes_and_watches_with_a_client_certificate() {
     );
 }
 
+/// A watch whose client reads late gets the burst queued for it (sent as fewer, bigger
+/// frames) whole and in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_queued_for_a_watch_arrives_whole_and_in_order() {
+    let env = start().await;
+    let client = env.cert_client("in-process-admin", &["system:masters"]);
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let rv = cms
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut events = cms
+        .watch(&WatchParams::default().timeout(60), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    let names: Vec<String> = (0..300).map(|i| format!("burst-{i:03}")).collect();
+    for name in &names {
+        cms.create(&PostParams::default(), &config_map(name))
+            .await
+            .unwrap();
+    }
+    for want in &names {
+        match next_event(&mut events).await {
+            WatchEvent::Added(cm) => assert_eq!(cm.metadata.name.as_ref(), Some(want)),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
+
 /// Metadata-only lists and watches (`as=PartialObjectMetadata`, what the garbage
 /// collector's informers ask for) carry each object's whole metadata and nothing else.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

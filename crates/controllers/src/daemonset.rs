@@ -1027,10 +1027,7 @@ pub async fn run_daemonsets(
                 }
                 Next::Closed => break,
             };
-            let Ok(value) = serde_json::to_value(pod.as_ref()) else {
-                continue;
-            };
-            let owners = crate::run::owner_keys(&value, "DaemonSet", &s.daemonsets.state());
+            let owners = crate::run::owned_keys(pod.as_ref(), "DaemonSet", &s.daemonsets.state());
             let uid = pod.metadata.uid.clone().unwrap_or_default();
             let pod_key = crate::run::object_key(&pod.metadata);
             {

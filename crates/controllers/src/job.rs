@@ -1354,9 +1354,6 @@ pub async fn run_jobs(
                 }
                 Next::Closed => break,
             };
-            let Ok(value) = serde_json::to_value(pod.as_ref()) else {
-                continue;
-            };
             let ns = pod.metadata.namespace.clone().unwrap_or_default();
             let pname = pod.metadata.name.clone().unwrap_or_default();
             let puid = pod.metadata.uid.clone().unwrap_or_default();
@@ -1367,6 +1364,20 @@ pub async fn run_jobs(
             } else {
                 seen.insert(puid.clone());
             }
+            // A pod another kind of controller owns concerns no Job (upstream's
+            // resolveControllerRef), unless it carries the Job tracking finalizer.
+            let tracked = pod
+                .metadata
+                .finalizers
+                .iter()
+                .flatten()
+                .any(|f| f == TRACKING_FINALIZER);
+            if !tracked && pods::controller_ref(&pod.metadata).is_some_and(|o| o.kind != "Job") {
+                continue;
+            }
+            let Ok(value) = serde_json::to_value(pod.as_ref()) else {
+                continue;
+            };
             let controller = pods::controller_of(&value).cloned();
             let job = controller
                 .as_ref()

@@ -41,6 +41,17 @@ pub fn max_restarts(pod: &Value) -> i64 {
         .unwrap_or(0)
 }
 
+/// The controller reference of an object's metadata (the first with `controller: true`),
+/// read in place.
+pub fn controller_ref(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference> {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true))
+}
+
 /// The owner reference with `controller: true`, if any.
 pub fn controller_of(obj: &Value) -> Option<&Value> {
     obj["metadata"]["ownerReferences"]

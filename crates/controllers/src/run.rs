@@ -148,11 +148,6 @@ impl Shared {
             Err(p) => p.into_inner(),
         }
     }
-
-    /// The ReplicaSets a pod event concerns.
-    fn owners_of(&self, pod: &Value) -> Vec<String> {
-        owner_keys(pod, "ReplicaSet", &self.replicasets.state())
-    }
 }
 
 /// The keys of the owners an event on `obj` concerns: its controller when it is a `kind`,
@@ -180,6 +175,27 @@ pub(crate) fn owner_keys<K: serde::Serialize>(
         })
         .map(|c| key_of(ns, c["metadata"]["name"].as_str().unwrap_or_default()))
         .collect()
+}
+
+/// [`owner_keys`] of a typed object (a cached pod, mostly): its controller reference is
+/// read in place (pod events come by the thousand); only an orphan is turned into JSON to
+/// match the candidates.
+pub(crate) fn owned_keys<T, K>(obj: &T, kind: &str, candidates: &[Arc<K>]) -> Vec<String>
+where
+    T: kube::Resource + serde::Serialize,
+    K: serde::Serialize,
+{
+    let meta = obj.meta();
+    match crate::pods::controller_ref(meta) {
+        Some(owner) if owner.kind == kind => vec![key_of(
+            meta.namespace.as_deref().unwrap_or_default(),
+            &owner.name,
+        )],
+        Some(_) => Vec::new(),
+        None => serde_json::to_value(obj)
+            .map(|v| owner_keys(&v, kind, candidates))
+            .unwrap_or_default(),
+    }
 }
 
 /// Runs the ReplicaSet controller with `workers` workers until the process ends.
@@ -235,15 +251,12 @@ pub async fn run_replicasets(
                 }
                 Next::Closed => break,
             };
-            let Ok(value) = serde_json::to_value(pod.as_ref()) else {
-                continue;
-            };
             let uid = pod.metadata.uid.clone().unwrap_or_default();
             let pod_key = key_of(
                 pod.metadata.namespace.as_deref().unwrap_or_default(),
                 pod.metadata.name.as_deref().unwrap_or_default(),
             );
-            let owners = s.owners_of(&value);
+            let owners = owned_keys(pod.as_ref(), "ReplicaSet", &s.replicasets.state());
             // Creations and deletions move expectations and may unblock the next batch:
             // their ReplicaSets sync at once. Other pod changes (status, mostly) are
             // batched for POD_STATUS_BATCH, so a ReplicaSet with many pods changing is

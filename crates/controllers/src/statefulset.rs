@@ -940,7 +940,7 @@ fn follow_owned<K>(
     shared: &Arc<Shared>,
     mut rx: tokio::sync::broadcast::Receiver<informers::Change<K>>,
 ) where
-    K: serde::Serialize + Send + Sync + 'static,
+    K: kube::Resource + serde::Serialize + Send + Sync + 'static,
 {
     let s = Arc::clone(shared);
     tokio::spawn(async move {
@@ -954,10 +954,8 @@ fn follow_owned<K>(
                 }
                 Next::Closed => break,
             };
-            if let Ok(v) = serde_json::to_value(obj.as_ref()) {
-                for owner in crate::run::owner_keys(&v, "StatefulSet", &s.sets.state()) {
-                    s.queue.add(owner);
-                }
+            for owner in crate::run::owned_keys(obj.as_ref(), "StatefulSet", &s.sets.state()) {
+                s.queue.add(owner);
             }
         }
     });

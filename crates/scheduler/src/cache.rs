@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use api::selector::LabelSelector;
 
-use crate::model::{Namespaces, NodeInfo, PodInfo};
+use crate::model::{NO_DOMAIN, Namespaces, NodeInfo, PodInfo};
 
 /// What a counter counts.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -32,16 +32,17 @@ pub struct CounterKey {
 pub struct Counter {
     namespaces: Namespaces,
     selector: LabelSelector,
-    topology_key: String,
-    /// Only domains with at least one pod.
-    pub by_domain: HashMap<String, u32>,
+    /// The topology key's id in the cache's [`Domains`].
+    key: usize,
+    /// Counts by domain id (a domain without pods may be absent).
+    by_domain: Vec<u32>,
     pub total: u32,
 }
 
 impl Counter {
-    /// The count in `domain`.
-    pub fn get(&self, domain: &str) -> u32 {
-        self.by_domain.get(domain).copied().unwrap_or(0)
+    /// The count in the domain with this id.
+    fn at(&self, domain: u32) -> u32 {
+        self.by_domain.get(domain as usize).copied().unwrap_or(0)
     }
 
     fn counts(&self, pod: &PodInfo) -> bool {
@@ -51,23 +52,86 @@ impl Counter {
     }
 
     fn apply(&mut self, pod: &PodInfo, node: &NodeInfo, sign: i32) {
-        if !self.counts(pod) {
+        let domain = node.domain(self.key);
+        if domain == NO_DOMAIN || !self.counts(pod) {
             return;
         }
-        let Some(domain) = node.labels.get(&self.topology_key) else {
-            return;
-        };
-        let entry = self.by_domain.entry(domain.clone()).or_default();
+        let i = domain as usize;
+        if self.by_domain.len() <= i {
+            self.by_domain.resize(i + 1, 0);
+        }
         if sign > 0 {
-            *entry += 1;
+            self.by_domain[i] += 1;
             self.total += 1;
         } else {
-            *entry = entry.saturating_sub(1);
+            self.by_domain[i] = self.by_domain[i].saturating_sub(1);
             self.total = self.total.saturating_sub(1);
-            if *entry == 0 {
-                self.by_domain.remove(domain);
-            }
         }
+    }
+}
+
+/// Topology domains as numbers: each topology key some counter counts by gets an id, and
+/// each of its values a domain id, so that counters are vectors and a node's domain is an
+/// index ([`NodeInfo::domains`]) rather than a label lookup and a string hash per node.
+/// Ids are never reused (a value no node has any more keeps its id).
+#[derive(Debug, Default)]
+pub struct Domains {
+    key_ids: HashMap<String, usize>,
+    keys: Vec<String>,
+    /// Per key id: value → domain id, and the values by id.
+    ids: Vec<HashMap<String, u32>>,
+    values: Vec<Vec<String>>,
+}
+
+impl Domains {
+    /// The id of a topology key, if some counter uses it.
+    pub fn key(&self, key: &str) -> Option<usize> {
+        self.key_ids.get(key).copied()
+    }
+
+    /// How many domain ids a key has handed out.
+    pub fn len(&self, key: usize) -> usize {
+        self.values.get(key).map_or(0, Vec::len)
+    }
+
+    /// The id of `value` of key `key`, if any node had it.
+    pub fn id(&self, key: usize, value: &str) -> Option<u32> {
+        self.ids.get(key)?.get(value).copied()
+    }
+
+    fn intern_key(&mut self, key: &str) -> (usize, bool) {
+        if let Some(&k) = self.key_ids.get(key) {
+            return (k, false);
+        }
+        let k = self.keys.len();
+        self.keys.push(key.to_string());
+        self.key_ids.insert(key.to_string(), k);
+        self.ids.push(HashMap::new());
+        self.values.push(Vec::new());
+        (k, true)
+    }
+
+    fn intern(&mut self, key: usize, value: &str) -> u32 {
+        if let Some(&d) = self.ids[key].get(value) {
+            return d;
+        }
+        let d = u32::try_from(self.values[key].len()).unwrap_or(NO_DOMAIN - 1);
+        self.values[key].push(value.to_string());
+        self.ids[key].insert(value.to_string(), d);
+        d
+    }
+
+    /// A node's domain ids, from its labels.
+    fn of(&mut self, labels: &BTreeMap<String, String>) -> Vec<u32> {
+        (0..self.keys.len())
+            .map(|k| match labels.get(&self.keys[k]) {
+                Some(v) => {
+                    let v = v.clone();
+                    self.intern(k, &v)
+                }
+                None => NO_DOMAIN,
+            })
+            .collect()
     }
 }
 
@@ -83,9 +147,13 @@ struct PodEntry {
 #[derive(Debug, Default)]
 pub struct Cache {
     nodes: Vec<NodeInfo>,
+    /// How many of `nodes` are present (node objects, not placeholders).
+    present: usize,
     index: HashMap<String, usize>,
     pods: HashMap<String, PodEntry>,
     counters: Vec<Counter>,
+    /// The topology keys counters count by, and their values, as numbers.
+    domain_ids: Domains,
     counter_index: HashMap<CounterKey, usize>,
     /// Counters by one exact-match label of their selector: `(key, value)` → counters.
     by_label: HashMap<(String, String), Vec<usize>>,
@@ -152,7 +220,7 @@ impl Cache {
     }
 
     pub fn node_count(&self) -> usize {
-        self.nodes.iter().filter(|n| n.present).count()
+        self.present
     }
 
     /// All node slots (indexable by position; some may be absent).
@@ -222,7 +290,11 @@ impl Cache {
             || taints != after.taints
             || alloc != after.allocatable
             || unsched != after.unschedulable;
+        if !was_present {
+            self.present += 1;
+        }
         if !was_present || relabelled {
+            self.nodes[i].domains = self.domain_ids.of(&self.nodes[i].labels);
             self.node_changed();
         }
         if relabelled && had_pods {
@@ -237,11 +309,15 @@ impl Cache {
         let Some(&i) = self.index.get(name) else {
             return;
         };
+        if self.nodes[i].present {
+            self.present -= 1;
+        }
         self.nodes[i].present = false;
         if !self.nodes[i].pods.is_empty() {
             self.drop_counters();
         }
         self.nodes[i].labels.clear();
+        self.nodes[i].domains.clear();
         self.node_changed();
         if self.nodes[i].pods.is_empty() {
             self.index.remove(name);
@@ -401,11 +477,17 @@ impl Cache {
         if let Some(i) = self.counter_index.get(&key) {
             return *i;
         }
+        let (key_id, new_key) = self.domain_ids.intern_key(topology_key);
+        if new_key {
+            for n in &mut self.nodes {
+                n.domains = self.domain_ids.of(&n.labels);
+            }
+        }
         let mut counter = Counter {
             namespaces: namespaces.clone(),
             selector: selector.clone(),
-            topology_key: topology_key.to_string(),
-            by_domain: HashMap::new(),
+            key: key_id,
+            by_domain: Vec::new(),
             total: 0,
         };
         for entry in self.pods.values() {
@@ -433,6 +515,45 @@ impl Cache {
 
     pub fn counter_at(&self, id: usize) -> &Counter {
         &self.counters[id]
+    }
+
+    /// The count of counter `id` in `node`'s domain; `None` when the node lacks the
+    /// counter's topology key.
+    pub fn count_on(&self, id: usize, node: &NodeInfo) -> Option<u32> {
+        let counter = &self.counters[id];
+        let domain = node.domain(counter.key);
+        (domain != NO_DOMAIN).then(|| counter.at(domain))
+    }
+
+    /// The count of counter `id` in the domain named `value`.
+    pub fn count_in(&self, id: usize, value: &str) -> u32 {
+        let counter = &self.counters[id];
+        self.domain_ids
+            .id(counter.key, value)
+            .map_or(0, |d| counter.at(d))
+    }
+
+    /// Counter `id`'s non-zero counts by domain name.
+    pub fn counts_by_domain(&self, id: usize) -> BTreeMap<String, u32> {
+        let counter = &self.counters[id];
+        let names = &self.domain_ids.values[counter.key];
+        counter
+            .by_domain
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(d, n)| (names[d].clone(), *n))
+            .collect()
+    }
+
+    /// The id of the topology key counter `id` counts by (see [`NodeInfo::domain`]).
+    pub fn counter_key(&self, id: usize) -> usize {
+        self.counters[id].key
+    }
+
+    /// The topology keys and values in use, as numbers.
+    pub fn domain_ids(&self) -> &Domains {
+        &self.domain_ids
     }
 
     /// The domains of `topology_key` among existing nodes (value → node count).

@@ -5,7 +5,7 @@
 //! normalized scores, the chosen node or a `FitError`.
 
 use std::any::Any;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::cache::Cache;
@@ -38,19 +38,27 @@ impl Fail {
     }
 }
 
-/// What a plugin computed for the pod being scheduled (upstream's CycleState).
+/// What a plugin computed for the pod being scheduled (upstream's CycleState). A few
+/// entries, read once per plugin and node: a short list beats hashing the key each time.
 #[derive(Default)]
 pub struct CycleState {
-    data: HashMap<&'static str, Box<dyn Any + Send + Sync>>,
+    data: Vec<(&'static str, Box<dyn Any + Send + Sync>)>,
 }
 
 impl CycleState {
     pub fn write<T: Any + Send + Sync>(&mut self, key: &'static str, v: T) {
-        self.data.insert(key, Box::new(v));
+        let v: Box<dyn Any + Send + Sync> = Box::new(v);
+        match self.data.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 = v,
+            None => self.data.push((key, v)),
+        }
     }
 
     pub fn read<T: Any>(&self, key: &'static str) -> Option<&T> {
-        self.data.get(key).and_then(|b| b.downcast_ref())
+        self.data
+            .iter()
+            .find(|(k, _)| *k == key)
+            .and_then(|(_, b)| b.downcast_ref())
     }
 }
 

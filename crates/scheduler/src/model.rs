@@ -661,7 +661,14 @@ pub struct NodeInfo {
     pub pods: Vec<Arc<PodInfo>>,
     /// Whether a node object exists (a node may be known only from its pods).
     pub present: bool,
+    /// The node's domain id of each topology key the cache counts by (its
+    /// [`crate::cache::Domains`]), [`NO_DOMAIN`] where it lacks the label; kept by the
+    /// cache whenever the labels or the keys change.
+    pub domains: Vec<u32>,
 }
+
+/// A node's domain of a topology key it lacks.
+pub const NO_DOMAIN: u32 = u32::MAX;
 
 impl NodeInfo {
     /// Parsed from a node object (pods are added by the cache).
@@ -669,6 +676,12 @@ impl NodeInfo {
         let mut info = NodeInfo::default();
         info.set_node(node);
         info
+    }
+
+    /// The node's domain id of topology key `key` (an id of the cache's
+    /// [`crate::cache::Domains`]), or [`NO_DOMAIN`].
+    pub fn domain(&self, key: usize) -> u32 {
+        self.domains.get(key).copied().unwrap_or(NO_DOMAIN)
     }
 
     /// Replaces the node part, keeping the pods.

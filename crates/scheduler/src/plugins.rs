@@ -195,12 +195,26 @@ pub fn insufficient(pod: &PodInfo, node: &NodeInfo, ignored: &[String]) -> Vec<S
     if node.pod_count + 1 > node.allocatable.pods {
         reasons.push(ERR_TOO_MANY_PODS.to_string());
     }
-    for res in pod.requests.names() {
-        if ignored.iter().any(|i| i == res) {
-            continue;
+    let (want, free, used) = (&pod.requests, &node.allocatable, &node.requested);
+    // The named resources without looking them up by name (this runs for every node of
+    // every cycle), then the scalar ones; all in `Resources::names` order.
+    for (res, want, free, used) in [
+        ("cpu", want.milli_cpu, free.milli_cpu, used.milli_cpu),
+        ("memory", want.memory, free.memory, used.memory),
+        (
+            "ephemeral-storage",
+            want.ephemeral_storage,
+            free.ephemeral_storage,
+            used.ephemeral_storage,
+        ),
+    ] {
+        if want != 0 && want > free - used && !ignored.iter().any(|i| i == res) {
+            reasons.push(format!("Insufficient {res}"));
         }
-        let want = pod.requests.get(res);
-        if want > node.allocatable.get(res) - node.requested.get(res) {
+    }
+    for (res, want) in want.scalar.iter().filter(|(_, v)| *v != 0) {
+        let res: &str = res;
+        if *want > free.get(res) - used.get(res) && !ignored.iter().any(|i| i == res) {
             reasons.push(format!("Insufficient {res}"));
         }
     }
@@ -322,13 +336,14 @@ impl Plugin for ImageLocality {
     }
 
     fn pre_score(&self, pod: &PodInfo, cache: &mut Cache, _: &[usize], state: &mut CycleState) {
+        // Images no node holds add nothing to any node's score.
         let per_image = pod
             .images
             .iter()
-            .map(|i| {
+            .filter_map(|i| {
                 let image = normalize_image(i);
                 let n = cache.nodes_with_image(&image);
-                (image, n)
+                (n > 0).then_some((image, n))
             })
             .collect();
         state.write(

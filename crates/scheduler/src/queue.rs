@@ -85,10 +85,30 @@ pub struct Lengths {
     pub in_flight: usize,
 }
 
+impl Lengths {
+    fn of(&mut self, place: Where) -> &mut usize {
+        match place {
+            Where::Active => &mut self.active,
+            Where::Backoff => &mut self.backoff,
+            Where::Unschedulable => &mut self.unschedulable,
+            Where::InFlight => &mut self.in_flight,
+        }
+    }
+
+    /// A queued pod moves to `to`.
+    fn shift(&mut self, q: &mut Queued, to: Where) {
+        *self.of(q.place) -= 1;
+        *self.of(to) += 1;
+        q.place = to;
+    }
+}
+
 /// The queue of pods waiting for a node.
 #[derive(Debug, Default)]
 pub struct SchedulingQueue {
     pods: HashMap<String, Queued>,
+    /// How many of `pods` are in each place (kept as they move, read every cycle).
+    lengths: Lengths,
     active: BinaryHeap<ActiveKey>,
     backoff: BinaryHeap<Reverse<(Instant, u64, String)>>,
     seq: u64,
@@ -119,7 +139,7 @@ impl SchedulingQueue {
         let Some(q) = self.pods.get_mut(uid) else {
             return;
         };
-        q.place = Where::Active;
+        self.lengths.shift(q, Where::Active);
         self.active.push(ActiveKey {
             priority: q.info.priority,
             seq: q.seq,
@@ -136,7 +156,7 @@ impl SchedulingQueue {
             self.push_active(uid);
             return;
         }
-        q.place = Where::Backoff;
+        self.lengths.shift(q, Where::Backoff);
         let seq = q.seq;
         self.backoff.push(Reverse((until, seq, uid.to_string())));
     }
@@ -157,6 +177,7 @@ impl SchedulingQueue {
             return;
         }
         self.seq += 1;
+        self.lengths.active += 1;
         self.pods.insert(
             uid.clone(),
             Queued {
@@ -174,7 +195,9 @@ impl SchedulingQueue {
 
     /// The pod was deleted or bound elsewhere.
     pub fn delete(&mut self, uid: &str) {
-        self.pods.remove(uid);
+        if let Some(q) = self.pods.remove(uid) {
+            *self.lengths.of(q.place) -= 1;
+        }
     }
 
     pub fn contains(&self, uid: &str) -> bool {
@@ -209,7 +232,7 @@ impl SchedulingQueue {
                 continue;
             }
             self.cycle += 1;
-            q.place = Where::InFlight;
+            self.lengths.shift(q, Where::InFlight);
             q.attempts += 1;
             q.cycle = self.cycle;
             q.updated_in_flight = false;
@@ -220,7 +243,7 @@ impl SchedulingQueue {
 
     /// The pod was placed: it leaves the queue.
     pub fn done(&mut self, uid: &str) {
-        self.pods.remove(uid);
+        self.delete(uid);
     }
 
     /// The pod did not fit: it waits for a cluster event (or back-off when one came
@@ -234,7 +257,7 @@ impl SchedulingQueue {
         if q.updated_in_flight || move_cycle >= q.cycle {
             self.push_backoff(uid, now);
         } else {
-            q.place = Where::Unschedulable;
+            self.lengths.shift(q, Where::Unschedulable);
         }
     }
 
@@ -284,16 +307,7 @@ impl SchedulingQueue {
     }
 
     pub fn lengths(&self) -> Lengths {
-        let mut l = Lengths::default();
-        for q in self.pods.values() {
-            match q.place {
-                Where::Active => l.active += 1,
-                Where::Backoff => l.backoff += 1,
-                Where::Unschedulable => l.unschedulable += 1,
-                Where::InFlight => l.in_flight += 1,
-            }
-        }
-        l
+        self.lengths
     }
 
     /// How many times the pod was tried.
@@ -305,6 +319,49 @@ impl SchedulingQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The lengths counted from scratch, which the kept ones must equal.
+    fn recount(q: &SchedulingQueue) -> Lengths {
+        let mut l = Lengths::default();
+        for p in q.pods.values() {
+            *l.of(p.place) += 1;
+        }
+        l
+    }
+
+    #[test]
+    fn kept_lengths_equal_a_recount_through_every_move() {
+        let t0 = Instant::now();
+        let mut q = SchedulingQueue::new();
+        let mut now = t0;
+        for i in 0..40u32 {
+            let uid = format!("p{}", i % 13);
+            match i % 7 {
+                0 | 1 => q.add(pod(&uid, i32::try_from(i % 3).unwrap()), now),
+                2 => {
+                    if let Some((p, _)) = q.pop(now) {
+                        q.unschedulable(&p.uid, now);
+                    }
+                }
+                3 => {
+                    if let Some((p, _)) = q.pop(now) {
+                        q.error(&p.uid, now);
+                    }
+                }
+                4 => q.move_all(now),
+                5 => {
+                    if let Some((p, _)) = q.pop(now) {
+                        q.done(&p.uid);
+                    }
+                }
+                _ => q.delete(&uid),
+            }
+            assert_eq!(q.lengths(), recount(&q), "after step {i}");
+            now += Duration::from_millis(700);
+        }
+        q.flush_unschedulable(now + MAX_IN_UNSCHEDULABLE);
+        assert_eq!(q.lengths(), recount(&q));
+    }
 
     fn pod(uid: &str, priority: i32) -> Arc<PodInfo> {
         Arc::new(PodInfo {

@@ -269,6 +269,57 @@ fn required_affinity_follows_the_matching_pod() {
 }
 
 #[test]
+fn counts_follow_nodes_relabelled_removed_and_keys_added_later() {
+    let mut c = cluster(4, 2);
+    for (i, n) in ["n0", "n1", "n2", "n3", "n3"].iter().enumerate() {
+        bind(
+            &mut c,
+            pod(pod_json(&format!("p{i}"), json!({"app": "a"}), "10m")),
+            n,
+        );
+    }
+    let sel = api::selector::LabelSelector::from_set([("app", "a")]);
+    let ns = crate::model::Namespaces::List(vec!["default".into()]);
+    let zone = c.counter(&ns, &sel, "topology.kubernetes.io/zone");
+    assert_eq!(
+        c.counts_by_domain(zone),
+        BTreeMap::from([("z0".into(), 2), ("z1".into(), 3)])
+    );
+    assert_eq!(c.count_in(zone, "z1"), 3);
+    assert_eq!(c.count_in(zone, "nowhere"), 0);
+    // A key counted only after the nodes exist: every node gets its domain.
+    let host = c.counter(&ns, &sel, "kubernetes.io/hostname");
+    let on = |c: &Cache, id: usize, n: &str| c.count_on(id, c.node(n).unwrap());
+    assert_eq!(on(&c, host, "n3"), Some(2));
+    assert_eq!(on(&c, zone, "n3"), Some(3));
+    // n3 moves to a new zone z7: the counters are recounted there.
+    c.set_node(&node(node_json("n3", "z7", "4", 110)));
+    let zone = c.counter(&ns, &sel, "topology.kubernetes.io/zone");
+    let host = c.counter(&ns, &sel, "kubernetes.io/hostname");
+    assert_eq!(
+        c.counts_by_domain(zone),
+        BTreeMap::from([("z0".into(), 2), ("z1".into(), 1), ("z7".into(), 2)])
+    );
+    assert_eq!(on(&c, zone, "n3"), Some(2));
+    assert_eq!(on(&c, zone, "n1"), Some(1));
+    // A node without the zone label has no count for it (not a count of 0).
+    let mut bare = node_json("n4", "z0", "4", 110);
+    bare["metadata"]["labels"] = json!({"kubernetes.io/hostname": "n4"});
+    c.set_node(&node(bare));
+    assert_eq!(on(&c, zone, "n4"), None);
+    assert_eq!(on(&c, host, "n4"), Some(0));
+    // Removing a node with pods keeps the others' domains right (slots move).
+    c.remove_node("n0");
+    let zone = c.counter(&ns, &sel, "topology.kubernetes.io/zone");
+    let host = c.counter(&ns, &sel, "kubernetes.io/hostname");
+    assert_eq!(on(&c, zone, "n4"), None);
+    assert_eq!(on(&c, host, "n4"), Some(0));
+    assert_eq!(on(&c, zone, "n2"), Some(1));
+    assert_eq!(on(&c, host, "n3"), Some(2));
+    assert_eq!(c.node_count(), 4);
+}
+
+#[test]
 fn counters_stay_equal_to_a_recount() {
     let mut c = cluster(5, 2);
     let sel = api::selector::LabelSelector::from_set([("app", "a")]);
@@ -300,13 +351,7 @@ fn counters_stay_equal_to_a_recount() {
             *expect.entry(zone).or_default() += 1;
         }
     }
-    let got: BTreeMap<String, u32> = c
-        .counter_at(id)
-        .by_domain
-        .iter()
-        .map(|(k, v)| (k.clone(), *v))
-        .collect();
-    assert_eq!(got, expect);
+    assert_eq!(c.counts_by_domain(id), expect);
 }
 
 #[test]

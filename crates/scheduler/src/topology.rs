@@ -15,7 +15,7 @@ use api::selector::LabelSelector;
 
 use crate::cache::Cache;
 use crate::framework::{CycleState, Fail, MAX_NODE_SCORE, Plugin};
-use crate::model::{Namespaces, NodeInfo, PodInfo, SpreadConstraint, WhenUnsatisfiable};
+use crate::model::{NO_DOMAIN, Namespaces, NodeInfo, PodInfo, SpreadConstraint, WhenUnsatisfiable};
 use crate::plugins::node_matches_affinity;
 
 pub const ERR_SPREAD: &str = "node(s) didn't match pod topology spread constraints";
@@ -90,22 +90,32 @@ impl Default for PodTopologySpread {
 }
 
 struct SpreadFilterState {
-    /// (topology key, counter, global minimum, self match, maxSkew)
-    constraints: Vec<(String, usize, u32, u32, i32)>,
+    /// (counter, global minimum, self match, maxSkew)
+    constraints: Vec<(usize, u32, u32, i32)>,
 }
 
 struct SpreadScoreState {
-    /// (topology key, counter, weight, maxSkew)
-    constraints: Vec<(String, usize, f64, i32)>,
+    /// (counter, weight, maxSkew)
+    constraints: Vec<(usize, f64, i32)>,
     /// Nodes without every key are ignored (not with the system defaults).
     require_all: bool,
 }
 
 impl PodTopologySpread {
-    /// The pod's constraints, or the defaults when it has none.
-    fn constraints(&self, pod: &PodInfo, cache: &Cache) -> Vec<SpreadConstraint> {
+    /// The pod's constraints of one kind, or the defaults of that kind when it has none.
+    fn constraints(
+        &self,
+        pod: &PodInfo,
+        cache: &Cache,
+        when: WhenUnsatisfiable,
+    ) -> Vec<SpreadConstraint> {
         if !pod.spread.is_empty() {
-            return pod.spread.clone();
+            return pod
+                .spread
+                .iter()
+                .filter(|c| c.when_unsatisfiable == when)
+                .cloned()
+                .collect();
         }
         let defaults: Vec<(i32, String, WhenUnsatisfiable)> = match &self.defaulting {
             Defaulting::System => vec![
@@ -122,6 +132,7 @@ impl PodTopologySpread {
             ],
             Defaulting::List(l) => l.clone(),
         };
+        let defaults: Vec<_> = defaults.into_iter().filter(|d| d.2 == when).collect();
         if defaults.is_empty() {
             return Vec::new();
         }
@@ -187,11 +198,7 @@ impl Plugin for PodTopologySpread {
         cache: &mut Cache,
         state: &mut CycleState,
     ) -> Result<(), Fail> {
-        let hard: Vec<SpreadConstraint> = self
-            .constraints(pod, cache)
-            .into_iter()
-            .filter(|c| c.when_unsatisfiable == WhenUnsatisfiable::DoNotSchedule)
-            .collect();
+        let hard = self.constraints(pod, cache, WhenUnsatisfiable::DoNotSchedule);
         let keys: Vec<String> = hard.iter().map(|c| c.topology_key.clone()).collect();
         let key_refs: Vec<&str> = keys.iter().map(String::as_str).collect();
         let mut out = Vec::new();
@@ -199,17 +206,20 @@ impl Plugin for PodTopologySpread {
             let ns = Namespaces::List(vec![pod.namespace.clone()]);
             let id = cache.counter(&ns, &c.selector, &c.topology_key);
             let eligible = eligible_domains(pod, c, &key_refs, cache);
-            let counter = cache.counter_at(id);
             let min = if c
                 .min_domains
                 .is_some_and(|m| usize::try_from(m).unwrap_or(0) > eligible.len())
             {
                 0
             } else {
-                eligible.iter().map(|d| counter.get(d)).min().unwrap_or(0)
+                eligible
+                    .iter()
+                    .map(|d| cache.count_in(id, d))
+                    .min()
+                    .unwrap_or(0)
             };
             let self_match = u32::from(c.selector.matches_labels(&pod.labels));
-            out.push((c.topology_key.clone(), id, min, self_match, c.max_skew));
+            out.push((id, min, self_match, c.max_skew));
         }
         state.write(
             "PodTopologySpread/filter",
@@ -226,14 +236,14 @@ impl Plugin for PodTopologySpread {
         state: &CycleState,
     ) -> Option<Fail> {
         let s = state.read::<SpreadFilterState>("PodTopologySpread/filter")?;
-        for (key, _, _, _, _) in &s.constraints {
-            if !node.labels.contains_key(key) {
-                return Some(Fail::unresolvable(ERR_SPREAD_LABEL));
+        let mut counts = Vec::with_capacity(s.constraints.len());
+        for (id, ..) in &s.constraints {
+            match cache.count_on(*id, node) {
+                Some(count) => counts.push(count),
+                None => return Some(Fail::unresolvable(ERR_SPREAD_LABEL)),
             }
         }
-        for (key, id, min, self_match, max_skew) in &s.constraints {
-            let domain = node.labels.get(key)?;
-            let count = cache.counter_at(*id).get(domain);
+        for ((_, min, self_match, max_skew), count) in s.constraints.iter().zip(counts) {
             let skew = i64::from(count) + i64::from(*self_match) - i64::from(*min);
             if skew > i64::from(*max_skew) {
                 return Some(Fail::new(ERR_SPREAD));
@@ -243,30 +253,26 @@ impl Plugin for PodTopologySpread {
     }
 
     fn pre_score(&self, pod: &PodInfo, cache: &mut Cache, nodes: &[usize], state: &mut CycleState) {
-        let soft: Vec<SpreadConstraint> = self
-            .constraints(pod, cache)
-            .into_iter()
-            .filter(|c| c.when_unsatisfiable == WhenUnsatisfiable::ScheduleAnyway)
-            .collect();
+        let soft = self.constraints(pod, cache, WhenUnsatisfiable::ScheduleAnyway);
         let mut out = Vec::new();
         for c in &soft {
             let ns = Namespaces::List(vec![pod.namespace.clone()]);
             let id = cache.counter(&ns, &c.selector, &c.topology_key);
-            let slots = cache.node_slots();
+            let key = cache.counter_key(id);
+            let domains = nodes
+                .iter()
+                .map(|i| cache.node_slots()[*i].domain(key))
+                .filter(|d| *d != NO_DOMAIN);
             let size = if c.topology_key == "kubernetes.io/hostname" {
-                nodes
-                    .iter()
-                    .filter(|i| slots[**i].labels.contains_key(&c.topology_key))
-                    .count()
+                domains.count()
             } else {
-                nodes
-                    .iter()
-                    .filter_map(|i| slots[*i].labels.get(&c.topology_key))
-                    .collect::<HashSet<_>>()
-                    .len()
+                let mut seen = vec![false; cache.domain_ids().len(key)];
+                domains
+                    .filter(|d| !std::mem::replace(&mut seen[*d as usize], true))
+                    .count()
             };
             let weight = ((size + 2) as f64).ln();
-            out.push((c.topology_key.clone(), id, weight, c.max_skew));
+            out.push((id, weight, c.max_skew));
         }
         let require_all = !pod.spread.is_empty() || !matches!(self.defaulting, Defaulting::System);
         state.write(
@@ -289,16 +295,16 @@ impl Plugin for PodTopologySpread {
         if s.require_all
             && s.constraints
                 .iter()
-                .any(|(k, ..)| !node.labels.contains_key(k))
+                .any(|(id, ..)| cache.count_on(*id, node).is_none())
         {
             return -1;
         }
         let mut score = 0.0;
-        for (key, id, weight, max_skew) in &s.constraints {
-            let Some(domain) = node.labels.get(key) else {
+        for (id, weight, max_skew) in &s.constraints {
+            let Some(count) = cache.count_on(*id, node) else {
                 continue;
             };
-            let count = f64::from(cache.counter_at(*id).get(domain));
+            let count = f64::from(count);
             score += count * weight + f64::from(max_skew - 1);
         }
         score.round() as i64
@@ -324,18 +330,19 @@ impl Plugin for PodTopologySpread {
 pub struct InterPodAffinity;
 
 struct AffinityFilterState {
-    /// Required affinity terms: (topology key, counter).
-    affinity: Vec<(String, usize)>,
+    /// Required affinity terms' counters.
+    affinity: Vec<usize>,
     /// No pod matches any affinity term and the pod matches all of its own.
     affinity_waived: bool,
-    anti: Vec<(String, usize)>,
+    /// Required anti-affinity terms' counters.
+    anti: Vec<usize>,
     /// `(topology key, value)` domains that bound pods' anti-affinity forbids.
     forbidden: HashSet<(String, String)>,
 }
 
 struct AffinityScoreState {
-    /// (topology key, counter, signed weight)
-    terms: Vec<(String, usize, i64)>,
+    /// (counter, signed weight)
+    terms: Vec<(usize, i64)>,
 }
 
 impl Plugin for InterPodAffinity {
@@ -359,29 +366,17 @@ impl Plugin for InterPodAffinity {
                 }
             }
         }
-        let affinity: Vec<(String, usize)> = pod
+        let affinity: Vec<usize> = pod
             .affinity
             .iter()
-            .map(|t| {
-                (
-                    t.topology_key.clone(),
-                    cache.counter(&t.namespaces, &t.selector, &t.topology_key),
-                )
-            })
+            .map(|t| cache.counter(&t.namespaces, &t.selector, &t.topology_key))
             .collect();
-        let anti: Vec<(String, usize)> = pod
+        let anti: Vec<usize> = pod
             .anti_affinity
             .iter()
-            .map(|t| {
-                (
-                    t.topology_key.clone(),
-                    cache.counter(&t.namespaces, &t.selector, &t.topology_key),
-                )
-            })
+            .map(|t| cache.counter(&t.namespaces, &t.selector, &t.topology_key))
             .collect();
-        let none_match = affinity
-            .iter()
-            .all(|(_, id)| cache.counter_at(*id).total == 0);
+        let none_match = affinity.iter().all(|id| cache.counter_at(*id).total == 0);
         let matches_own = pod.affinity.iter().all(|t| t.matches(pod));
         state.write(
             "InterPodAffinity/filter",
@@ -409,18 +404,16 @@ impl Plugin for InterPodAffinity {
         {
             return Some(Fail::new(ERR_EXISTING_ANTI_AFFINITY));
         }
-        for (key, id) in &s.anti {
-            if let Some(d) = node.labels.get(key)
-                && cache.counter_at(*id).get(d) > 0
-            {
+        for id in &s.anti {
+            if cache.count_on(*id, node).is_some_and(|n| n > 0) {
                 return Some(Fail::new(ERR_ANTI_AFFINITY));
             }
         }
-        for (key, id) in &s.affinity {
-            let Some(d) = node.labels.get(key) else {
+        for id in &s.affinity {
+            let Some(count) = cache.count_on(*id, node) else {
                 return Some(Fail::unresolvable(ERR_AFFINITY));
             };
-            if !s.affinity_waived && cache.counter_at(*id).get(d) == 0 {
+            if !s.affinity_waived && count == 0 {
                 return Some(Fail::unresolvable(ERR_AFFINITY));
             }
         }
@@ -435,7 +428,7 @@ impl Plugin for InterPodAffinity {
         ] {
             for t in list {
                 let id = cache.counter(&t.namespaces, &t.selector, &t.topology_key);
-                terms.push((t.topology_key.clone(), id, sign * i64::from(t.weight)));
+                terms.push((id, sign * i64::from(t.weight)));
             }
         }
         state.write("InterPodAffinity/score", AffinityScoreState { terms });
@@ -447,10 +440,7 @@ impl Plugin for InterPodAffinity {
         };
         s.terms
             .iter()
-            .filter_map(|(key, id, w)| {
-                let d = node.labels.get(key)?;
-                Some(i64::from(cache.counter_at(*id).get(d)) * w)
-            })
+            .filter_map(|(id, w)| Some(i64::from(cache.count_on(*id, node)?) * w))
             .sum()
     }
 

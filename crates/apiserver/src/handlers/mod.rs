@@ -742,12 +742,19 @@ pub(crate) fn object_response(
     warnings: &[String],
 ) -> Result<Response<Body>, ApiError> {
     use crate::http::Accept;
-    let body: Value = match accept {
-        Accept::Table => read::table(r, &[obj], query, None, false)?,
-        Accept::PartialMetadata => partial_object_metadata(obj),
-        _ => obj.clone(),
+    let converted: Value;
+    let body: &Value = match accept {
+        Accept::Table => {
+            converted = read::table(r, &[obj], query, None, false)?;
+            &converted
+        }
+        Accept::PartialMetadata => {
+            converted = partial_object_metadata(obj);
+            &converted
+        }
+        _ => obj,
     };
-    let (bytes, ct) = crate::http::encode(&body, accept);
+    let (bytes, ct) = crate::http::encode(body, accept);
     let mut resp = json_response(status, bytes);
     resp = crate::http::with_content_type(resp, ct);
     crate::http::add_warnings(&mut resp, warnings);

@@ -468,6 +468,9 @@ pub(crate) fn table(
 }
 
 /// The ERROR event of a failed watch.
+/// A watch sends the messages queued for it together, up to about this many bytes.
+const COALESCE_BYTES: usize = 128 << 10;
+
 fn error_event(e: &ApiError) -> Bytes {
     let mut line =
         serde_json::to_vec(&json!({"type": "ERROR", "object": e.to_status()})).unwrap_or_default();
@@ -646,21 +649,38 @@ pub(super) async fn watch(
                 _ = tx.closed() => None,
             };
             let Some(msg) = msg else { break };
-            let frame = match msg {
-                WatchMsg::Event(kind, obj) => {
-                    match encode_event(&r, kind, &obj, accept, &query, &mut first) {
-                        Ok(b) => b,
-                        Err(e) => error_event(&e),
+            // Messages already queued go out as one frame (under load, fewer HTTP/2 frames,
+            // TLS records and writes); a watch stream is read as JSON lines either way.
+            let mut lines: Vec<Bytes> = Vec::new();
+            let mut size = 0;
+            let mut next = Some(msg);
+            let mut ended = false;
+            while let Some(msg) = next.take() {
+                let line = match msg {
+                    WatchMsg::Event(kind, obj) => {
+                        match encode_event(&r, kind, &obj, accept, &query, &mut first) {
+                            Ok(b) => b,
+                            Err(e) => error_event(&e),
+                        }
                     }
+                    WatchMsg::Bookmark(rv) => bookmark_event(&r, rv, false),
+                    WatchMsg::InitialEventsEnd(rv) => bookmark_event(&r, rv, true),
+                    WatchMsg::Error(e) => {
+                        ended = true;
+                        error_event(&e)
+                    }
+                };
+                size += line.len();
+                lines.push(line);
+                if !ended && size < COALESCE_BYTES {
+                    next = events.try_recv().ok();
                 }
-                WatchMsg::Bookmark(rv) => bookmark_event(&r, rv, false),
-                WatchMsg::InitialEventsEnd(rv) => bookmark_event(&r, rv, true),
-                WatchMsg::Error(e) => {
-                    let _ = tx.send(Ok(Frame::data(error_event(&e)))).await;
-                    break;
-                }
+            }
+            let frame = match lines.len() {
+                1 => lines.pop().unwrap_or_default(),
+                _ => Bytes::from(lines.concat()),
             };
-            if tx.send(Ok(Frame::data(frame))).await.is_err() {
+            if tx.send(Ok(Frame::data(frame))).await.is_err() || ended {
                 break;
             }
         }

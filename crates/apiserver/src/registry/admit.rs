@@ -21,6 +21,13 @@ pub struct Write<'a> {
     pub old_object: Option<Value>,
 }
 
+/// The admission chain's two phases.
+#[derive(Clone, Copy)]
+enum Phase {
+    Mutating,
+    Validating,
+}
+
 fn options(op: Operation, opts: &WriteOptions) -> Option<Value> {
     let kind = match op {
         Operation::Create => "CreateOptions",
@@ -83,25 +90,11 @@ impl Registry {
         }
     }
 
-    /// Runs the mutating plugins; returns the (possibly changed) object.
-    pub(crate) async fn admit(
+    /// Runs one phase of the chain on the write and hands the objects back (as admitted,
+    /// and the old one), sparing callers a copy of each.
+    async fn run_phase(
         &self,
-        r: &Resource,
-        w: Write<'_>,
-        opts: &WriteOptions,
-    ) -> Result<Option<Value>, ApiError> {
-        let Some(chain) = self.admission.get() else {
-            return Ok(w.object);
-        };
-        let mut a = Self::admission_attributes(r, w, opts);
-        chain.admit(&mut a, self).await?;
-        Ok(a.object)
-    }
-
-    /// Runs the validating plugins and hands the (unchanged) objects back, sparing the
-    /// write path a copy.
-    pub(crate) async fn validate_admission_returning(
-        &self,
+        phase: Phase,
         r: &Resource,
         w: Write<'_>,
         opts: &WriteOptions,
@@ -109,9 +102,42 @@ impl Registry {
         let Some(chain) = self.admission.get() else {
             return Ok((w.object, w.old_object));
         };
-        let a = Self::admission_attributes(r, w, opts);
-        chain.validate(&a, self).await?;
+        let mut a = Self::admission_attributes(r, w, opts);
+        match phase {
+            Phase::Mutating => chain.admit(&mut a, self).await?,
+            Phase::Validating => chain.validate(&a, self).await?,
+        }
         Ok((a.object, a.old_object))
+    }
+
+    /// Runs the mutating plugins; returns the (possibly changed) object.
+    pub(crate) async fn admit(
+        &self,
+        r: &Resource,
+        w: Write<'_>,
+        opts: &WriteOptions,
+    ) -> Result<Option<Value>, ApiError> {
+        Ok(self.run_phase(Phase::Mutating, r, w, opts).await?.0)
+    }
+
+    /// Runs the mutating plugins and hands back the object as admitted and the old object.
+    pub(crate) async fn admit_returning(
+        &self,
+        r: &Resource,
+        w: Write<'_>,
+        opts: &WriteOptions,
+    ) -> Result<(Option<Value>, Option<Value>), ApiError> {
+        self.run_phase(Phase::Mutating, r, w, opts).await
+    }
+
+    /// Runs the validating plugins and hands the (unchanged) objects back.
+    pub(crate) async fn validate_admission_returning(
+        &self,
+        r: &Resource,
+        w: Write<'_>,
+        opts: &WriteOptions,
+    ) -> Result<(Option<Value>, Option<Value>), ApiError> {
+        self.run_phase(Phase::Validating, r, w, opts).await
     }
 
     /// Runs the validating plugins.
@@ -121,11 +147,9 @@ impl Registry {
         w: Write<'_>,
         opts: &WriteOptions,
     ) -> Result<(), ApiError> {
-        let Some(chain) = self.admission.get() else {
-            return Ok(());
-        };
-        let a = Self::admission_attributes(r, w, opts);
-        chain.validate(&a, self).await
+        self.run_phase(Phase::Validating, r, w, opts)
+            .await
+            .map(|_| ())
     }
 
     /// The served resource `group`/`plural` (its first served version).

@@ -7,6 +7,7 @@
 //! that cannot keep up is closed (its client re-watches), never blocking the others.
 
 use std::collections::{BTreeSet, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
@@ -229,7 +230,34 @@ impl std::ops::Deref for CachedObject {
     }
 }
 
+/// Object versions alive anywhere in the process (current objects, histories, watch
+/// queues, responses being written) and their bodies' bytes: `/metrics` shows them beside
+/// what the caches count, so versions held elsewhere show.
+static LIVE_VERSIONS: AtomicUsize = AtomicUsize::new(0);
+static LIVE_BODY_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+/// How many object versions are alive, and their bodies' bytes.
+pub fn live_versions() -> (usize, usize) {
+    (
+        LIVE_VERSIONS.load(Ordering::Relaxed),
+        LIVE_BODY_BYTES.load(Ordering::Relaxed),
+    )
+}
+
+impl Drop for CachedObject {
+    fn drop(&mut self) {
+        LIVE_VERSIONS.fetch_sub(1, Ordering::Relaxed);
+        LIVE_BODY_BYTES.fetch_sub(self.body.stored(), Ordering::Relaxed);
+    }
+}
+
 impl CachedObject {
+    fn new(rv: Revision, body: Body, meta: Arc<Meta>) -> Arc<CachedObject> {
+        LIVE_VERSIONS.fetch_add(1, Ordering::Relaxed);
+        LIVE_BODY_BYTES.fetch_add(body.stored(), Ordering::Relaxed);
+        Arc::new(CachedObject { rv, body, meta })
+    }
+
     /// The object's JSON.
     pub fn json(&self) -> Bytes {
         self.body.json()
@@ -248,11 +276,7 @@ pub fn make_object(
     fields: &dyn Fn(&Value) -> Vec<(String, String)>,
 ) -> Arc<CachedObject> {
     let (bytes, meta) = parse_object(key, raw, rv, fields);
-    Arc::new(CachedObject {
-        rv,
-        body: Body::Plain(bytes),
-        meta: Arc::new(meta),
-    })
+    CachedObject::new(rv, Body::Plain(bytes), Arc::new(meta))
 }
 
 /// The index of an object from stored bytes.
@@ -538,7 +562,7 @@ impl Cacher {
             Ok(mut p) => p.pack(plain, held),
             Err(p) => p.into_inner().pack(plain, held),
         };
-        Arc::new(CachedObject { rv, body, meta })
+        CachedObject::new(rv, body, meta)
     }
 
     /// The next state of the object at `key`, sharing the current state's index if equal.
@@ -866,6 +890,12 @@ impl Cacher {
             object_bytes: st.object_bytes,
             events: st.events.len(),
             history_bytes: st.history_bytes,
+            watchers: st.watchers.len(),
+            queued: st
+                .watchers
+                .iter()
+                .map(|w| w.tx.max_capacity() - w.tx.capacity())
+                .sum(),
         }
     }
 }
@@ -879,6 +909,9 @@ pub struct CacheSizes {
     pub object_bytes: usize,
     pub events: usize,
     pub history_bytes: usize,
+    /// Watchers registered, and the messages queued for them.
+    pub watchers: usize,
+    pub queued: usize,
 }
 
 /// The heap bytes an event costs the history: the object's bytes (which become the

@@ -25,7 +25,7 @@ use api::catalog::ResourceInfo;
 use api::status::GroupResource;
 use api::{ApiError, FieldError};
 use bytes::Bytes;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use store::{Backend, Clock, StoreError};
 
 pub use admit::Write as AdmissionWrite;
@@ -270,8 +270,12 @@ impl Registry {
                 let fields: FieldsFn = Arc::new(move |v: &Value| s.fields(v));
                 let store = Arc::clone(&self.store);
                 // As upstream's default watch cache sizes: Events (many, short-lived, read
-                // rarely) are served from the store.
-                if UNCACHED.contains(&info.storage_prefix.as_str()) {
+                // rarely) are served from the store. Resources that store nothing
+                // (bindings, reviews) have no prefix and no cache: a cache of "/" would be
+                // a second copy of every stored object.
+                if info.storage_prefix.is_empty()
+                    || UNCACHED.contains(&info.storage_prefix.as_str())
+                {
                     Cacher::uncached(store, prefix, fields)
                 } else {
                     Cacher::start(store, prefix, fields)
@@ -674,7 +678,7 @@ impl Registry {
                 return Err(ApiError::not_found(r.gr(), name));
             }
             let (new, warnings, precondition) = mutate(old.as_ref())?;
-            let outcome = match (&old, &current) {
+            let outcome = match (old, &current) {
                 (None, _) => {
                     if !r.strategy.allow_create_on_update() && !precondition.create_allowed {
                         return Err(ApiError::not_found(r.gr(), name));
@@ -687,27 +691,29 @@ impl Registry {
                     return Ok(w);
                 }
                 (Some(old), Some(kv)) => {
-                    let new = self
-                        .admit(
+                    let (admitted, kept) = self
+                        .admit_returning(
                             r,
                             admit::Write {
                                 operation: admission::Operation::Update,
                                 subresource,
                                 namespace: ns.unwrap_or_default(),
                                 name,
-                                object: Some(new.clone()),
-                                old_object: Some(old.clone()),
+                                object: Some(new),
+                                old_object: Some(old),
                             },
                             opts,
                         )
-                        .await?
-                        .unwrap_or(new);
+                        .await?;
+                    let (Some(new), Some(old)) = (admitted, kept) else {
+                        return Err(ApiError::internal("admission removed the object"));
+                    };
                     self.finish_update(
                         r,
                         name,
                         subresource,
                         opts,
-                        old.clone(),
+                        old,
                         new,
                         kv.mod_revision,
                         &precondition,
@@ -762,7 +768,7 @@ impl Registry {
         }
         // Fields the client cannot change.
         {
-            let old_meta = api::meta::metadata(&old).cloned().unwrap_or_default();
+            let old_meta = api::meta::metadata(&old);
             let m = api::meta::metadata_mut(&mut new);
             for f in [
                 "uid",
@@ -772,7 +778,7 @@ impl Registry {
                 "generation",
                 "selfLink",
             ] {
-                match old_meta.get(f) {
+                match old_meta.and_then(|o| o.get(f)) {
                     Some(v) => {
                         m.insert(f.to_string(), v.clone());
                     }
@@ -864,7 +870,7 @@ impl Registry {
         };
         crate::fieldmgr::track_update(r, &old, &mut new, subresource, opts, self);
 
-        if without_rv(&new) == without_rv(&old) {
+        if equal_but_versions(&new, &old) {
             // Nothing changed: no write, same resourceVersion (as upstream).
             return Ok(Written {
                 object: old,
@@ -1252,19 +1258,127 @@ fn truncate(s: &str, n: usize) -> String {
     s.chars().take(n).collect()
 }
 
-/// The object without `metadata.resourceVersion` and `managedFields` timestamps, for
-/// "did anything change" comparisons.
-fn without_rv(v: &Value) -> Value {
-    let mut v = v.clone();
-    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-        m.remove("resourceVersion");
-        if let Some(mf) = m.get_mut("managedFields").and_then(Value::as_array_mut) {
-            for e in mf.iter_mut() {
-                if let Some(e) = e.as_object_mut() {
-                    e.remove("time");
-                }
-            }
-        }
+/// Whether two objects are equal but for `metadata.resourceVersion` and the times of
+/// their managedFields entries: "did anything change", compared in place.
+fn equal_but_versions(a: &Value, b: &Value) -> bool {
+    // The members of two maps, but `skip`, equal as `same` says.
+    fn maps_equal(
+        a: &Map<String, Value>,
+        b: &Map<String, Value>,
+        skip: Option<&str>,
+        same: impl Fn(&str, &Value, &Value) -> bool,
+    ) -> bool {
+        let skipped = |k: &str| Some(k) == skip;
+        let len =
+            |m: &Map<String, Value>| m.len() - usize::from(skip.is_some_and(|k| m.contains_key(k)));
+        len(a) == len(b)
+            && a.iter()
+                .filter(|(k, _)| !skipped(k))
+                .all(|(k, v)| b.get(k).is_some_and(|w| same(k, v, w)))
     }
-    v
+    // managedFields entries but their times.
+    let entries_equal = |x: &Value, y: &Value| match (x.as_array(), y.as_array()) {
+        (Some(x), Some(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|(e, f)| match (e.as_object(), f.as_object()) {
+                        (Some(e), Some(f)) => maps_equal(e, f, Some("time"), |_, v, w| v == w),
+                        _ => e == f,
+                    })
+        }
+        _ => x == y,
+    };
+    let meta_equal = |x: &Value, y: &Value| match (x.as_object(), y.as_object()) {
+        (Some(x), Some(y)) => maps_equal(x, y, Some("resourceVersion"), |k, v, w| {
+            if k == "managedFields" {
+                entries_equal(v, w)
+            } else {
+                v == w
+            }
+        }),
+        _ => x == y,
+    };
+    match (a.as_object(), b.as_object()) {
+        (Some(a), Some(b)) => maps_equal(a, b, None, |k, v, w| {
+            if k == "metadata" {
+                meta_equal(v, w)
+            } else {
+                v == w
+            }
+        }),
+        _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn only_stored_resources_have_a_cache_and_each_caches_its_own_prefix() {
+        let store: Arc<dyn Backend> = Arc::new(store::memory::MemoryBackend::new());
+        let reg = Registry::new(
+            store,
+            Arc::new(store::SystemClock),
+            std::time::Duration::from_secs(3600),
+            services::Cidr::parse("10.43.0.0/16").unwrap(),
+            ("127.0.0.1".into(), 6443),
+        );
+        let all = reg.all();
+        let bindings = all
+            .iter()
+            .find(|r| r.info.plural == "bindings")
+            .expect("bindings are served");
+        assert!(bindings.info.storage_prefix.is_empty());
+        // A cache of "/" would hold a second copy of everything stored.
+        assert!(!bindings.cacher.is_cached());
+        for r in all.iter().filter(|r| r.cacher.is_cached()) {
+            assert!(!r.info.storage_prefix.is_empty(), "{}", r.info.plural);
+        }
+        let pods = reg.lookup("", "v1", "pods").unwrap();
+        assert!(pods.cacher.is_cached());
+    }
+
+    #[test]
+    fn objects_equal_but_for_versions_and_managed_times() {
+        let a = json!({"kind": "Pod", "metadata": {"name": "p", "resourceVersion": "5",
+            "managedFields": [{"manager": "m", "time": "2026-01-01T00:00:00Z", "fieldsV1": {"f:a": {}}}]},
+            "spec": {"nodeName": "n"}});
+        let mut b = a.clone();
+        b["metadata"]["resourceVersion"] = json!("6");
+        b["metadata"]["managedFields"][0]["time"] = json!("2026-01-02T00:00:00Z");
+        assert!(equal_but_versions(&a, &b));
+        // One without a resourceVersion, one managedFields entry without a time.
+        let mut c = b.clone();
+        api::meta::metadata_mut(&mut c).remove("resourceVersion");
+        if let Some(e) = c["metadata"]["managedFields"][0].as_object_mut() {
+            e.remove("time");
+        }
+        assert!(equal_but_versions(&a, &c));
+        assert!(equal_but_versions(&c, &a));
+        for (path, v) in [
+            ("/spec/nodeName", json!("m")),
+            ("/metadata/name", json!("q")),
+            ("/metadata/managedFields/0/manager", json!("x")),
+            ("/kind", json!("Node")),
+        ] {
+            let mut d = a.clone();
+            if let Some(slot) = d.pointer_mut(path) {
+                *slot = v;
+            }
+            assert!(!equal_but_versions(&a, &d), "{path}");
+        }
+        let mut more = a.clone();
+        more["status"] = json!({});
+        assert!(!equal_but_versions(&a, &more));
+        assert!(!equal_but_versions(&more, &a));
+        let mut extra_entry = a.clone();
+        if let Some(mf) = extra_entry["metadata"]["managedFields"].as_array_mut() {
+            mf.push(json!({"manager": "other"}));
+        }
+        assert!(!equal_but_versions(&a, &extra_entry));
+        assert!(equal_but_versions(&json!(1), &json!(1)));
+        assert!(!equal_but_versions(&json!([1]), &json!([2])));
+    }
 }

@@ -340,6 +340,18 @@ pub async fn run(args: ScheduleArgs) -> anyhow::Result<()> {
         mb("rkube_watch_cache_object_bytes"),
         mb("rkube_watch_cache_history_bytes"),
     );
+    println!(
+        "server object versions alive: {:.0} ({:.1} MB of bodies) for {:.0} cached objects and {:.0} history events",
+        metric_sum(&settled_metrics, "rkube_watch_cache_live_versions"),
+        mb("rkube_watch_cache_live_body_bytes"),
+        metric_sum(&settled_metrics, "apiserver_storage_objects"),
+        metric_sum(&settled_metrics, "rkube_watch_cache_history_events"),
+    );
+    println!(
+        "server watchers: {:.0}, {:.0} messages queued for them",
+        metric_sum(&settled_metrics, "rkube_watch_cache_watchers"),
+        metric_sum(&settled_metrics, "rkube_watch_cache_queued_messages"),
+    );
     for (name, mb) in components.as_ref().map(Components::rss).unwrap_or_default() {
         println!("{name} rss: {mb:.1} MB (settled with the server)");
     }
