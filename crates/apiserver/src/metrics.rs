@@ -47,6 +47,13 @@ pub struct Metrics {
     sources: Mutex<Vec<Source>>,
 }
 
+/// One gauge without labels, in the text format.
+pub fn gauge(out: &mut String, name: &str, help: &str, value: impl std::fmt::Display) {
+    out.push_str(&format!(
+        "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}\n"
+    ));
+}
+
 fn scope(info: &RequestInfo) -> &'static str {
     if !info.is_resource_request {
         ""
@@ -244,9 +251,7 @@ impl Metrics {
                 bytes,
             ),
         ] {
-            out.push_str(&format!(
-                "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}\n"
-            ));
+            gauge(&mut out, name, help, value);
         }
         out
     }

@@ -99,6 +99,14 @@ pub fn has_finalizer(pod: &Value) -> bool {
         .is_some_and(|f| f.iter().any(|x| x == TRACKING_FINALIZER))
 }
 
+/// [`has_finalizer`], read off typed metadata.
+fn tracked_by_job(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> bool {
+    meta.finalizers
+        .iter()
+        .flatten()
+        .any(|f| f == TRACKING_FINALIZER)
+}
+
 /// The pod's completion index (`getCompletionIndex`), if valid.
 pub fn completion_index(pod: &Value) -> Option<i64> {
     pod["metadata"]["annotations"][COMPLETION_INDEX]
@@ -1366,12 +1374,7 @@ pub async fn run_jobs(
             }
             // A pod another kind of controller owns concerns no Job (upstream's
             // resolveControllerRef), unless it carries the Job tracking finalizer.
-            let tracked = pod
-                .metadata
-                .finalizers
-                .iter()
-                .flatten()
-                .any(|f| f == TRACKING_FINALIZER);
+            let tracked = tracked_by_job(&pod.metadata);
             if !tracked && pods::controller_ref(&pod.metadata).is_some_and(|o| o.kind != "Job") {
                 continue;
             }
@@ -1404,7 +1407,7 @@ pub async fn run_jobs(
                     exp.creation_observed(&key);
                 }
             }
-            if (deleted || !has_finalizer(&value))
+            if (deleted || !tracked)
                 && let Some(set) = lock(&sh.finalizers).get_mut(&key)
             {
                 set.remove(&puid);
@@ -1421,13 +1424,11 @@ pub async fn run_jobs(
         ));
     }
     // Only pods still carrying the tracking finalizer can need it removed.
-    let tracked = shared.pods.state().into_iter().filter(|p| {
-        p.metadata
-            .finalizers
-            .iter()
-            .flatten()
-            .any(|f| f == TRACKING_FINALIZER)
-    });
+    let tracked = shared
+        .pods
+        .state()
+        .into_iter()
+        .filter(|p| tracked_by_job(&p.metadata));
     for p in tracked {
         if let Ok(v) = serde_json::to_value(p.as_ref()) {
             let ns = p.metadata.namespace.clone().unwrap_or_default();

@@ -84,11 +84,6 @@ pub struct Domains {
 }
 
 impl Domains {
-    /// The id of a topology key, if some counter uses it.
-    pub fn key(&self, key: &str) -> Option<usize> {
-        self.key_ids.get(key).copied()
-    }
-
     /// How many domain ids a key has handed out.
     pub fn len(&self, key: usize) -> usize {
         self.values.get(key).map_or(0, Vec::len)
@@ -125,10 +120,7 @@ impl Domains {
     fn of(&mut self, labels: &BTreeMap<String, String>) -> Vec<u32> {
         (0..self.keys.len())
             .map(|k| match labels.get(&self.keys[k]) {
-                Some(v) => {
-                    let v = v.clone();
-                    self.intern(k, &v)
-                }
+                Some(v) => self.intern(k, v),
                 None => NO_DOMAIN,
             })
             .collect()

@@ -236,14 +236,14 @@ impl Plugin for PodTopologySpread {
         state: &CycleState,
     ) -> Option<Fail> {
         let s = state.read::<SpreadFilterState>("PodTopologySpread/filter")?;
-        let mut counts = Vec::with_capacity(s.constraints.len());
-        for (id, ..) in &s.constraints {
-            match cache.count_on(*id, node) {
-                Some(count) => counts.push(count),
-                None => return Some(Fail::unresolvable(ERR_SPREAD_LABEL)),
-            }
+        if s.constraints
+            .iter()
+            .any(|(id, ..)| cache.count_on(*id, node).is_none())
+        {
+            return Some(Fail::unresolvable(ERR_SPREAD_LABEL));
         }
-        for ((_, min, self_match, max_skew), count) in s.constraints.iter().zip(counts) {
+        for (id, min, self_match, max_skew) in &s.constraints {
+            let count = cache.count_on(*id, node)?;
             let skew = i64::from(count) + i64::from(*self_match) - i64::from(*min);
             if skew > i64::from(*max_skew) {
                 return Some(Fail::new(ERR_SPREAD));

@@ -2,7 +2,7 @@
 //! reports it, `process_resident_memory_bytes`) and the allocator's own accounting, which
 //! tells the live heap from the pages the allocator keeps for reuse.
 
-use std::fmt::Write as _;
+use apiserver::metrics::gauge;
 
 /// The metrics, in Prometheus's text format.
 pub(crate) fn render() -> String {
@@ -53,13 +53,6 @@ fn heap(out: &mut String) {
 /// Built with the system allocator: no heap statistics.
 #[cfg(feature = "system-alloc")]
 fn heap(_out: &mut String) {}
-
-fn gauge(out: &mut String, name: &str, help: &str, value: u64) {
-    let _ = write!(
-        out,
-        "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}\n"
-    );
-}
 
 /// `VmRSS` of `/proc/self/status`, in bytes.
 fn resident_bytes() -> Option<u64> {
