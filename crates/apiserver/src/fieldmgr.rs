@@ -192,9 +192,7 @@ pub fn track_update(
     opts: &WriteOptions,
     registry: &Registry,
 ) {
-    // Upstream's `pods/binding` writes the pod through storage directly, past the field
-    // manager: a bound pod's managedFields do not name the scheduler.
-    if opts.apply || (subresource == Some("binding") && r.info.plural == "pods") {
+    if opts.apply {
         return;
     }
     manager_for(r, subresource).update_in_place(Some(old), new, &manager_name(opts), now(registry));

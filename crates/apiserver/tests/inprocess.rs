@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use apiserver::inprocess::InProcess;
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
 use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
 use serde_json::{Value, json};
 
@@ -371,4 +371,165 @@ async fn service_account_tokens() {
     );
     let cms: Api<ConfigMap> = Api::namespaced(robot, "default");
     assert_eq!(code(cms.list(&ListParams::default()).await), 403);
+}
+
+/// `pods/binding` as upstream's `BindingREST`: admission sees the Binding, the pod is
+/// written straight through storage (no field manager entry, no pod validation), the
+/// PodScheduled condition is replaced whole, and every refusal is the upstream one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binding_assigns_a_pod_as_upstream() {
+    let env = start().await;
+    let client = env.cert_client("in-process-admin", &["system:masters"]);
+    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), "default");
+    sas.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "default"}})).unwrap(),
+    )
+    .await
+    .unwrap();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let pod = |name: &str, gated: bool| -> Pod {
+        let mut spec = json!({"containers": [{"name": "c", "image": "busybox"}],
+                              "automountServiceAccountToken": false});
+        if gated {
+            spec["schedulingGates"] = json!([{"name": "example.com/gate"}]);
+        }
+        serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec})).unwrap()
+    };
+    let created = pods
+        .create(&PostParams::default(), &pod("a", false))
+        .await
+        .unwrap();
+    let uid = created.metadata.uid.clone().unwrap();
+    // An earlier failed attempt left PodScheduled=False with a reason and a message.
+    pods.patch_status(
+        "a",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(json!({"status": {"conditions": [{
+            "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+            "message": "0/1 nodes are available"}]}})),
+    )
+    .await
+    .unwrap();
+    let bind = |pod: &str, body: Value, dry_run: bool| {
+        let client = client.clone();
+        let url = format!(
+            "/api/v1/namespaces/default/pods/{pod}/binding{}",
+            if dry_run { "?dryRun=All" } else { "" }
+        );
+        async move {
+            let req = http::Request::post(url)
+                .header("content-type", "application/json")
+                .body(serde_json::to_vec(&body).unwrap())
+                .unwrap();
+            client.request::<Value>(req).await
+        }
+    };
+    let binding = |name: &str, uid: &str, node: &str| {
+        json!({"apiVersion": "v1", "kind": "Binding",
+               "metadata": {"name": name, "uid": uid, "annotations": {"bound-by": "test"}},
+               "target": {"kind": "Node", "name": node}})
+    };
+    let message = |r: Result<Value, kube::Error>| match r {
+        Err(kube::Error::Api(s)) => (s.code, s.message),
+        other => panic!("expected an API error, got {other:?}"),
+    };
+
+    // Refusals before the pod is touched.
+    assert_eq!(
+        message(bind("a", binding("b", &uid, "n1"), false).await),
+        (
+            400,
+            "name in URL does not match name in Binding object".to_string()
+        )
+    );
+    let (code_, msg) = message(bind("a", binding("a", &uid, ""), false).await);
+    assert_eq!(code_, 422, "{msg}");
+    assert!(msg.contains("target.name: Required value"), "{msg}");
+    let (code_, msg) = message(bind("a", binding("a", "other-uid", "n1"), false).await);
+    assert_eq!(code_, 409, "{msg}");
+    assert!(
+        msg.contains(&format!(
+            "Precondition failed: UID in precondition: other-uid, UID in object meta: {uid}"
+        )),
+        "{msg}"
+    );
+    assert_eq!(
+        message(bind("missing", binding("missing", "", "n1"), false).await).0,
+        404
+    );
+    // A dry run answers as the write would and writes nothing.
+    bind("a", binding("a", &uid, "n1"), true).await.unwrap();
+    assert_eq!(pods.get("a").await.unwrap().spec.unwrap().node_name, None);
+
+    let answer = bind("a", binding("a", &uid, "n1"), false).await.unwrap();
+    assert_eq!(answer["status"], "Success");
+    assert_eq!(answer["code"], 201);
+    let bound = pods.get("a").await.unwrap();
+    assert_eq!(
+        bound.spec.as_ref().unwrap().node_name.as_deref(),
+        Some("n1")
+    );
+    assert_eq!(
+        bound.metadata.annotations.as_ref().unwrap()["bound-by"],
+        "test"
+    );
+    let conditions = bound.status.as_ref().unwrap().conditions.clone().unwrap();
+    let scheduled = conditions
+        .iter()
+        .find(|c| c.type_ == "PodScheduled")
+        .unwrap();
+    assert_eq!(scheduled.status, "True");
+    assert_eq!(scheduled.reason, None);
+    assert_eq!(scheduled.message, None);
+    assert!(scheduled.last_transition_time.is_some());
+    let managers: Vec<String> = bound
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .map(|m| format!("{:?}/{:?}", m.manager, m.subresource))
+        .collect();
+    assert!(
+        !managers.iter().any(|m| m.contains("binding")),
+        "{managers:?}"
+    );
+    assert_ne!(
+        bound.metadata.resource_version,
+        created.metadata.resource_version
+    );
+
+    // Bound once only; a gated pod is not bound at all.
+    let (code_, msg) = message(bind("a", binding("a", &uid, "n2"), false).await);
+    assert_eq!(
+        (code_, msg.as_str()),
+        (
+            409,
+            "Operation cannot be fulfilled on pods/binding \"a\": pod a is already assigned to node \"n1\""
+        )
+    );
+    pods.create(&PostParams::default(), &pod("gated", true))
+        .await
+        .unwrap();
+    let (code_, msg) = message(bind("gated", binding("gated", "", "n1"), false).await);
+    assert_eq!(code_, 409, "{msg}");
+    assert!(
+        msg.ends_with("pod gated has non-empty .spec.schedulingGates"),
+        "{msg}"
+    );
+    // A binding without annotations leaves the pod without any (no empty map).
+    pods.create(&PostParams::default(), &pod("plain", false))
+        .await
+        .unwrap();
+    bind(
+        "plain",
+        json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "plain"},
+               "target": {"name": "n1"}}),
+        false,
+    )
+    .await
+    .unwrap();
+    let plain = pods.get("plain").await.unwrap();
+    assert_eq!(plain.spec.unwrap().node_name.as_deref(), Some("n1"));
+    assert_eq!(plain.metadata.annotations, None);
 }

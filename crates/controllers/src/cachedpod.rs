@@ -34,7 +34,7 @@ pub struct CachedPod {
     api_version: V1,
     #[serde(default)]
     kind: PodKind,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::leanmeta::without_managed_fields")]
     pub metadata: ObjectMeta,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec: Option<PodSpec>,

@@ -28,6 +28,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::gc::{self, Change, Decision, Graph, Identity, Meta, OwnerRef, OwnerState, Uid, Work};
+use crate::leanmeta::LeanObject;
 
 /// Why one attempt failed (it is retried, rate-limited).
 #[derive(Debug, thiserror::Error)]
@@ -309,7 +310,7 @@ async fn resync_monitors(
 
 /// One resource's metadata watch, feeding the graph builder.
 async fn monitor(shared: Arc<Shared>, source: usize, ar: ApiResource) {
-    let api: Api<PartialObjectMeta<DynamicObject>> = Api::all_with(shared.client.clone(), &ar);
+    let api: Api<LeanObject> = Api::all_with(shared.client.clone(), &ar);
     let stream = watcher(api, watcher::Config::default()).default_backoff();
     let mut stream = std::pin::pin!(stream);
     while let Some(event) = stream.next().await {

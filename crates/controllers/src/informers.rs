@@ -3,7 +3,7 @@
 //! a reflector store), with its events fanned out to every controller that subscribes.
 //! A subscriber that falls behind is told so and resyncs from the store.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt::Debug;
 use std::sync::{Arc, RwLock};
 
@@ -26,7 +26,7 @@ where
 {
     pub store: Store<K>,
     events: broadcast::Sender<Change<K>>,
-    indexes: RwLock<Indexes>,
+    indexes: RwLock<Indexes<K>>,
     indexers: &'static [Indexer<K>],
 }
 
@@ -36,18 +36,30 @@ pub struct Indexer<K> {
     pub values: fn(&K) -> Vec<String>,
 }
 
-/// Index values → object keys (`namespace/name`), kept in step with the store: an event is
-/// indexed before subscribers see it. Each key and each value is held once, shared by
-/// both maps.
-#[derive(Default)]
-struct Indexes {
-    /// (index, value) → keys.
-    entries: HashMap<(&'static str, Arc<str>), HashSet<Arc<str>>>,
+/// Index values → the objects (by key, `namespace/name`), kept in step with the store: an
+/// event is indexed before subscribers see it. The objects are the store's own (shared
+/// pointers), so a lookup reads no store and copies nothing; each key and each value is
+/// held once, shared by both maps.
+struct Indexes<K> {
+    /// (index, value) → key → object.
+    entries: HashMap<IndexValue, HashMap<Arc<str>, Arc<K>>>,
     /// key → its (index, value) pairs, to unindex on update and delete.
-    of: HashMap<Arc<str>, Vec<(&'static str, Arc<str>)>>,
+    of: HashMap<Arc<str>, Vec<IndexValue>>,
 }
 
-impl Indexes {
+/// An index's name and one of its values.
+type IndexValue = (&'static str, Arc<str>);
+
+impl<K> Default for Indexes<K> {
+    fn default() -> Self {
+        Indexes {
+            entries: HashMap::new(),
+            of: HashMap::new(),
+        }
+    }
+}
+
+impl<K> Indexes<K> {
     fn remove(&mut self, key: &str) {
         for entry in self.of.remove(key).unwrap_or_default() {
             if let Some(keys) = self.entries.get_mut(&entry) {
@@ -59,7 +71,7 @@ impl Indexes {
         }
     }
 
-    fn insert<K>(&mut self, key: String, obj: &K, indexers: &[Indexer<K>]) {
+    fn insert(&mut self, key: String, obj: &Arc<K>, indexers: &[Indexer<K>]) {
         self.remove(&key);
         let key: Arc<str> = Arc::from(key);
         let mut pairs = Vec::new();
@@ -67,7 +79,7 @@ impl Indexes {
             for v in (ix.values)(obj) {
                 let entry = self.entries.entry((ix.name, Arc::from(v)));
                 pairs.push((ix.name, Arc::clone(&entry.key().1)));
-                entry.or_default().insert(Arc::clone(&key));
+                entry.or_default().insert(Arc::clone(&key), Arc::clone(obj));
             }
         }
         if !pairs.is_empty() {
@@ -209,7 +221,11 @@ where
         let tx = informer.events.clone();
         let stream = reflector::reflector(
             writer,
-            watcher(api, watcher::Config::default()).modify(trim),
+            // Backing off after errors (as client-go's reflector): retried at once, a watch
+            // of a server that is down spins, and never yields to the runtime.
+            watcher(api, watcher::Config::default())
+                .default_backoff()
+                .modify(trim),
         );
         let me = Arc::clone(&informer);
         tokio::spawn(async move {
@@ -217,12 +233,20 @@ where
             while let Some(e) = stream.next().await {
                 match e {
                     Ok(event) => {
+                        // An update's object as the store holds it (the reflector applied
+                        // the event first), so that indexes and subscribers share it rather
+                        // than hold copies. (During a relist the store still holds the old
+                        // objects.)
+                        let stored = match &event {
+                            watcher::Event::Apply(o) => me.store.get(&ObjectRef::from_obj(o)),
+                            _ => None,
+                        };
                         if !me.indexers.is_empty() {
-                            me.index(&event);
+                            me.index(&event, stored.as_ref());
                         }
                         let change = match event {
                             watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
-                                Change::Apply(Arc::new(o))
+                                Change::Apply(stored.unwrap_or_else(|| Arc::new(o)))
                             }
                             watcher::Event::Delete(o) => Change::Delete(Arc::new(o)),
                             watcher::Event::Init | watcher::Event::InitDone => Change::Other,
@@ -238,22 +262,26 @@ where
         informer
     }
 
-    fn indexes(&self) -> std::sync::RwLockWriteGuard<'_, Indexes> {
+    fn indexes(&self) -> std::sync::RwLockWriteGuard<'_, Indexes<K>> {
         self.indexes
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Keeps the indexes in step with the store (which the reflector updated first).
-    fn index(&self, event: &watcher::Event<K>) {
+    /// Keeps the indexes in step with the store (which the reflector updated first);
+    /// `stored` is an update's object as the store holds it.
+    fn index(&self, event: &watcher::Event<K>, stored: Option<&Arc<K>>) {
         match event {
-            watcher::Event::Apply(o) => self.indexes().insert(key_of(o), o, self.indexers),
+            watcher::Event::Apply(o) => match stored {
+                Some(stored) => self.indexes().insert(key_of(o), stored, self.indexers),
+                None => self.indexes().remove(&key_of(o)),
+            },
             watcher::Event::Delete(o) => self.indexes().remove(&key_of(o)),
             // A relist replaced the store at its end: index it afresh.
             watcher::Event::InitDone => {
                 let mut fresh = Indexes::default();
                 for o in self.store.state() {
-                    fresh.insert(key_of(o.as_ref()), o.as_ref(), self.indexers);
+                    fresh.insert(key_of(o.as_ref()), &o, self.indexers);
                 }
                 *self.indexes() = fresh;
             }
@@ -266,22 +294,13 @@ where
         if !self.indexers.iter().any(|i| i.name == index) {
             tracing::warn!(index, "an informer was started without this index");
         }
-        let keys: Vec<Arc<str>> = self
-            .indexes
+        self.indexes
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .entries
             .get(&(index_name(self.indexers, index), Arc::from(value)))
-            .map(|k| k.iter().cloned().collect())
-            .unwrap_or_default();
-        keys.iter()
-            .filter_map(|k| {
-                let (ns, name) = k.split_once('/')?;
-                let r = ObjectRef::<K>::new(name);
-                self.store
-                    .get(&if ns.is_empty() { r } else { r.within(ns) })
-            })
-            .collect()
+            .map(|objects| objects.values().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// A new subscription to the events from now on.
@@ -335,21 +354,63 @@ mod tests {
         serde_json::from_value(p).unwrap()
     }
 
-    fn keys(ix: &Indexes, index: &'static str, value: &str) -> Vec<String> {
+    /// The keys under an index value, checking each entry holds its own object.
+    fn keys(ix: &Indexes<CachedPod>, index: &'static str, value: &str) -> Vec<String> {
         let mut k: Vec<String> = ix
             .entries
             .get(&(index, Arc::from(value)))
-            .map(|k| k.iter().map(|k| k.to_string()).collect())
+            .map(|k| {
+                k.iter()
+                    .map(|(k, o)| {
+                        assert_eq!(key_of(o.as_ref()), k.as_ref());
+                        k.to_string()
+                    })
+                    .collect()
+            })
             .unwrap_or_default();
         k.sort();
         k
     }
 
+    /// An informer whose server answers nothing but errors retries with back-off, not in
+    /// a loop that would spin (and never yield to the runtime).
+    #[tokio::test]
+    async fn a_failing_watch_backs_off() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&calls);
+        let service = tower::service_fn(move |_req: http::Request<kube::client::Body>| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            async {
+                let body = r#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"down","reason":"ServiceUnavailable","code":503}"#;
+                http::Response::builder()
+                    .status(503)
+                    .header("content-type", "application/json")
+                    .body(kube::client::Body::from(body.as_bytes().to_vec()))
+                    .map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)
+            }
+        });
+        let client = kube::Client::new(service, "default");
+        let informer = Informer::<k8s_openapi::api::core::v1::ConfigMap>::start(Api::all(client));
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        let n = calls.load(Ordering::SeqCst);
+        assert!((1..10).contains(&n), "{n} requests in 1.5 s");
+        drop(informer);
+    }
+
     #[test]
     fn pod_indexes_follow_updates_and_deletes() {
         let mut ix = Indexes::default();
-        ix.insert("ns/a".into(), &pod("a", Some("rs-1"), None), POD_INDEXERS);
-        ix.insert("ns/b".into(), &pod("b", None, Some("n1")), POD_INDEXERS);
+        ix.insert(
+            "ns/a".into(),
+            &Arc::new(pod("a", Some("rs-1"), None)),
+            POD_INDEXERS,
+        );
+        ix.insert(
+            "ns/b".into(),
+            &Arc::new(pod("b", None, Some("n1"))),
+            POD_INDEXERS,
+        );
         assert_eq!(keys(&ix, "controller", "rs-1"), vec!["ns/a"]);
         assert_eq!(keys(&ix, "controller", "orphan/ns"), vec!["ns/b"]);
         assert_eq!(keys(&ix, "namespace", "ns"), vec!["ns/a", "ns/b"]);
@@ -357,9 +418,28 @@ mod tests {
         // b adopted and bound elsewhere: its old entries go.
         ix.insert(
             "ns/b".into(),
-            &pod("b", Some("rs-1"), Some("n2")),
+            &Arc::new(pod("b", Some("rs-1"), Some("n2"))),
             POD_INDEXERS,
         );
+        // Every entry holds the latest object.
+        let on_n2 = &ix.entries[&("node", Arc::from("n2"))];
+        assert_eq!(
+            on_n2
+                .values()
+                .next()
+                .unwrap()
+                .spec
+                .as_ref()
+                .unwrap()
+                .node_name
+                .as_deref(),
+            Some("n2")
+        );
+        let by_rs = &ix.entries[&("controller", Arc::from("rs-1"))];
+        assert!(Arc::ptr_eq(
+            by_rs.get("ns/b").unwrap(),
+            on_n2.values().next().unwrap()
+        ));
         assert_eq!(keys(&ix, "controller", "rs-1"), vec!["ns/a", "ns/b"]);
         assert!(keys(&ix, "controller", "orphan/ns").is_empty());
         assert!(keys(&ix, "node", "n1").is_empty());

@@ -3,7 +3,8 @@
 //!
 //! - [`json_patch`]: `application/json-patch+json`, with evanphx/json-patch v4's behaviour
 //!   and messages (the library upstream's API server uses).
-//! - [`merge_patch`] / [`merge_patch_document`]: `application/merge-patch+json`.
+//! - [`merge_patch`] / [`merge_patch_owned`] / [`merge_patch_document`]:
+//!   `application/merge-patch+json`.
 //! - [`strategic_merge_patch`]: `application/strategic-merge-patch+json`, with upstream's
 //!   `k8s.io/apimachinery/pkg/util/strategicpatch` semantics; list strategies and merge keys
 //!   come from the `x-kubernetes-patch-strategy` and `x-kubernetes-patch-merge-key`
@@ -27,7 +28,7 @@ mod three_way;
 
 pub use error::PatchError;
 pub use json_patch::{JsonPatchLimits, json_patch, json_patch_with_limits};
-pub use merge_patch::{merge_patch, merge_patch_document};
+pub use merge_patch::{merge_patch, merge_patch_document, merge_patch_owned};
 pub use strategic::strategic_merge_patch;
 pub use three_way::{
     three_way_json_merge_patch, three_way_strategic_merge_patch, two_way_strategic_merge_patch,

@@ -19,6 +19,15 @@ pub fn merge_patch(doc: &Value, patch: &Value) -> Value {
     merge_value(Some(doc), patch)
 }
 
+/// [`merge_patch`] on a document the caller gives up: it is patched where it lies, not
+/// copied first.
+pub fn merge_patch_owned(doc: Value, patch: &Value) -> Value {
+    match (doc, patch) {
+        (Value::Object(cur), Value::Object(p)) => Value::Object(merge_objects(cur, p)),
+        (doc, patch) => merge_value(Some(&doc), patch),
+    }
+}
+
 /// Upstream's `MergePatch` entry point: [`merge_patch`], but a patch that is `null` or a
 /// scalar is refused ("Invalid JSON Patch", 400), as is a `null` document ("Invalid JSON
 /// Document", 500) and a patch nesting deeper than [`MAX_DEPTH`]. A patch that is an array
@@ -186,6 +195,11 @@ mod tests {
         ];
         for (doc, patch, want) in cases {
             assert_eq!(merge_patch(&doc, &patch), want, "{doc} + {patch}");
+            assert_eq!(
+                merge_patch_owned(doc.clone(), &patch),
+                want,
+                "owned: {doc} + {patch}"
+            );
         }
     }
 

@@ -102,3 +102,49 @@ fn bench_api_prints_its_summary_line() {
     }
     assert!(stdout.contains("list 50 pods ms"), "{stdout}");
 }
+
+/// A small `bench schedule --split` run prints its summary line and exits: the simulated
+/// nodes stop before the server, instead of retrying against a server that is gone.
+#[test]
+fn bench_schedule_prints_its_summary_line_and_exits() {
+    // The logs go to a file: a pipe nobody reads while waiting could fill up and stall it.
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let mut child = rkube()
+        .args([
+            "bench",
+            "schedule",
+            "--nodes",
+            "3",
+            "--pods",
+            "6",
+            "--per-deployment",
+            "3",
+            "--timeout",
+            "120",
+            "--split",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(log.reopen().unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("bench schedule did not exit");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        std::fs::read_to_string(log.path()).unwrap_or_default()
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("schedule-bench nodes=3 pods=6 pods_per_s="))
+        .unwrap_or_else(|| panic!("no summary line:\n{stdout}"));
+    assert!(line.contains(" rss_mb="), "{line}");
+}

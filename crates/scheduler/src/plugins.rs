@@ -297,22 +297,33 @@ impl Plugin for BalancedAllocation {
         "NodeResourcesBalancedAllocation"
     }
 
+    /// Upstream's `balancedResourceScorer` (its two-resource shortcut included), without a
+    /// list per node: this runs for every scored node of every cycle.
     fn score(&self, pod: &PodInfo, node: &NodeInfo, _: &Cache, _: &CycleState) -> i64 {
-        let fractions: Vec<f64> = self
-            .resources
-            .iter()
-            .filter_map(|r| {
+        let fractions = || {
+            self.resources.iter().filter_map(|r| {
                 let (req, alloc) = requested_with(pod, node, r);
                 (alloc > 0).then(|| (req as f64 / alloc as f64).min(1.0))
             })
-            .collect();
-        if fractions.len() < 2 {
-            return MAX_NODE_SCORE;
+        };
+        let (mut n, mut total, mut first) = (0usize, 0.0, [0.0f64; 2]);
+        for f in fractions() {
+            if let Some(slot) = first.get_mut(n) {
+                *slot = f;
+            }
+            n += 1;
+            total += f;
         }
-        let n = fractions.len() as f64;
-        let mean = fractions.iter().sum::<f64>() / n;
-        let var = fractions.iter().map(|f| (f - mean).powi(2)).sum::<f64>() / n;
-        ((1.0 - var.sqrt()) * MAX_NODE_SCORE as f64) as i64
+        let std = match n {
+            2 => ((first[0] - first[1]) / 2.0).abs(),
+            n if n > 2 => {
+                let mean = total / n as f64;
+                let sum: f64 = fractions().map(|f| (f - mean) * (f - mean)).sum();
+                (sum / n as f64).sqrt()
+            }
+            _ => 0.0,
+        };
+        ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
     }
 }
 

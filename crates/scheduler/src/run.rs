@@ -15,7 +15,7 @@ use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod, ReplicationController, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource};
 use runtime::events::{EventType, Recorder};
 use serde_json::json;
@@ -185,7 +185,9 @@ where
     F: Fn(&Scheduler, Change<K>) + Send + 'static,
 {
     tokio::spawn(async move {
-        let mut stream = std::pin::pin!(watcher(api, watcher::Config::default()));
+        // Backing off after errors: retried at once, a watch of a server that is down spins
+        // and never yields to the runtime.
+        let mut stream = std::pin::pin!(watcher(api, watcher::Config::default()).default_backoff());
         let mut seen: HashSet<String> = HashSet::new();
         while let Some(e) = stream.next().await {
             match e {

@@ -577,3 +577,38 @@ fn image_locality_prefers_nodes_holding_the_image() {
     assert!(with > without, "{with} > {without}");
     assert_eq!(without, 0);
 }
+
+/// Upstream's `balanced_allocation_test.go` cases: 1 − the standard deviation of the
+/// requested fractions (the two-resource shortcut, more resources, a resource the node
+/// lacks, fractions capped at 1).
+#[test]
+fn balanced_allocation_scores_as_upstream() {
+    let mut c = Cache::new();
+    for (name, cpu, memory) in [("n1", "4", "10000"), ("n2", "6", "10000"), ("n3", "2", "0")] {
+        let mut n = node_json(name, "z", cpu, 110);
+        n["status"]["allocatable"]["memory"] = json!(memory);
+        n["status"]["allocatable"]["ephemeral-storage"] = json!("8000");
+        c.set_node(&node(n));
+    }
+    let p = pod(
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "a",
+        "resources": {"requests": {"cpu": "3", "memory": "5000", "ephemeral-storage": "2000"}}}]}}),
+    );
+    let st = CycleState::default();
+    let score = |plugin: &crate::plugins::BalancedAllocation, n: &str| {
+        plugin.score(&p, &info(&c, n), &c, &st)
+    };
+    let cpu_memory = crate::plugins::BalancedAllocation::default();
+    // cpu 3/4, memory 5000/10000: std (0.75 − 0.5) / 2.
+    assert_eq!(score(&cpu_memory, "n1"), 87);
+    assert_eq!(score(&cpu_memory, "n2"), 100);
+    // No memory allocatable: one fraction left, no deviation; cpu 3/2 is capped at 1.
+    assert_eq!(score(&cpu_memory, "n3"), 100);
+    let three = crate::plugins::BalancedAllocation {
+        resources: vec!["cpu".into(), "memory".into(), "ephemeral-storage".into()],
+    };
+    // 0.75, 0.5, 0.25: mean 0.5, std sqrt(0.125 / 3).
+    assert_eq!(score(&three, "n1"), 79);
+    // n3: cpu 1 (capped) and storage 0.25, memory skipped: std 0.375.
+    assert_eq!(score(&three, "n3"), 62);
+}

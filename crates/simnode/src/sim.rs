@@ -130,9 +130,9 @@ fn api_code(e: &kube::Error) -> Option<u16> {
     }
 }
 
-/// Runs `cfg.count` simulated nodes through `client` until the process ends (this
-/// future never completes unless the configuration is invalid). Nodes are left as they are
-/// when it is dropped.
+/// Runs `cfg.count` simulated nodes through `client` until the future is dropped (it never
+/// completes unless the configuration is invalid). Dropping it stops every task it
+/// started; nodes are left as they are.
 pub async fn run(client: Client, cfg: Config) -> Result<(), Error> {
     cfg.validate()?;
     let count = cfg.count as usize;
@@ -155,14 +155,15 @@ pub async fn run(client: Client, cfg: Config) -> Result<(), Error> {
         prefix = %sim.cfg.prefix,
         "starting simulated nodes"
     );
-    tokio::spawn(watch_nodes(Arc::clone(&sim)));
-    tokio::spawn(watch_pods(Arc::clone(&sim)));
+    let mut tasks = Tasks(Vec::with_capacity(count + workers + 2));
+    tasks.0.push(tokio::spawn(watch_nodes(Arc::clone(&sim))));
+    tasks.0.push(tokio::spawn(watch_pods(Arc::clone(&sim))));
     for i in 0..sim.cfg.count {
-        tokio::spawn(node_loop(Arc::clone(&sim), i));
+        tasks.0.push(tokio::spawn(node_loop(Arc::clone(&sim), i)));
     }
     for _ in 0..workers {
         let s = Arc::clone(&sim);
-        tokio::spawn(async move {
+        tasks.0.push(tokio::spawn(async move {
             while let Some(key) = s.queue.get().await {
                 match sync_pod(&s, &key).await {
                     Ok(()) => s.queue.forget(&key),
@@ -173,10 +174,23 @@ pub async fn run(client: Client, cfg: Config) -> Result<(), Error> {
                 }
                 s.queue.done(&key);
             }
-        });
+        }));
     }
     futures::future::pending::<()>().await;
+    drop(tasks);
     Ok(())
+}
+
+/// The simulation's tasks, stopped when it is dropped (a simulation outliving its caller
+/// would go on writing to a server that may be gone).
+struct Tasks(Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        for t in &self.0 {
+            t.abort();
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------

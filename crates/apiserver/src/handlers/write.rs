@@ -14,7 +14,7 @@ use crate::http::{
     Body, ContentType, Query, content_type, decode_body, json_value, negotiate, read_body,
 };
 use crate::registry::{
-    DeleteOptions, FieldValidation, Precondition, Resource, WriteOptions, Written,
+    AdmissionWrite, DeleteOptions, FieldValidation, Precondition, Resource, WriteOptions, Written,
 };
 
 fn user_agent(headers: &HeaderMap) -> String {
@@ -524,7 +524,7 @@ pub(super) async fn patch(
                 ContentType::JsonPatch => {
                     patch::json_patch(&target, &patch_doc).map_err(patch_error)?
                 }
-                ContentType::MergePatch => patch::merge_patch(&target, &patch_doc),
+                ContentType::MergePatch => patch::merge_patch_owned(target, &patch_doc),
                 ContentType::StrategicMergePatch => match schema {
                     Some((root, lookup)) => {
                         patch::strategic_merge_patch(&target, &patch_doc, root, lookup)
@@ -739,9 +739,10 @@ async fn bind(
     body: Value,
     opts: &WriteOptions,
 ) -> Result<Response<Body>, ApiError> {
+    // Errors of the pod write are conflicts on `pods/binding`, as upstream's `assignPod`.
     let binding_gr = GroupResource {
         group: "",
-        resource: "bindings",
+        resource: "pods/binding",
     };
     let pod_name = if name.is_empty() {
         api::meta::name(&body).unwrap_or_default().to_string()
@@ -751,9 +752,9 @@ async fn bind(
     if let Some(n) = api::meta::name(&body)
         && n != pod_name
     {
-        return Err(ApiError::bad_request(format!(
-            "the name of the binding ({n}) does not match the name of the pod ({pod_name})"
-        )));
+        return Err(ApiError::bad_request(
+            "name in URL does not match name in Binding object",
+        ));
     }
     let decoded = api::kinds::decode("", "v1", "Binding", &body)
         .unwrap_or_else(|| {
@@ -763,22 +764,37 @@ async fn bind(
             })
         })
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let binding = decoded.object;
+    // Admission sees the Binding, a create of pods/binding (as upstream); the pod write
+    // itself goes straight to storage.
+    let namespace = ns.unwrap_or_default();
+    let write = |object: Value| AdmissionWrite {
+        operation: admission::Operation::Create,
+        subresource: Some("binding"),
+        namespace,
+        name: &pod_name,
+        object: Some(object),
+        old_object: None,
+    };
+    let binding = srv
+        .registry
+        .admit(pods, write(decoded.object), opts)
+        .await?
+        .ok_or_else(|| ApiError::internal("admission removed the object"))?;
+    let mut errs = Vec::new();
     let node = binding["target"]["name"]
         .as_str()
         .unwrap_or_default()
         .to_string();
-    let target_kind = binding["target"]["kind"].as_str().unwrap_or("Node");
-    let mut errs = Vec::new();
-    if node.is_empty() {
-        errs.push(FieldError::required("target.name", ""));
-    }
+    let target_kind = binding["target"]["kind"].as_str().unwrap_or_default();
     if !target_kind.is_empty() && target_kind != "Node" {
         errs.push(FieldError::not_supported(
             "target.kind",
             target_kind,
-            &["Node"],
+            &["Node", "<empty>"],
         ));
+    }
+    if node.is_empty() {
+        errs.push(FieldError::required("target.name", ""));
     }
     if pod_name.is_empty() {
         errs.push(FieldError::required(
@@ -791,57 +807,68 @@ async fn bind(
     }
     let annotations = binding["metadata"]["annotations"].as_object().cloned();
     let precondition = Precondition {
-        resource_version: api::meta::resource_version(&binding).map(str::to_string),
-        uid: api::meta::uid(&binding).map(str::to_string),
+        resource_version: api::meta::resource_version(&binding)
+            .filter(|v| !v.is_empty())
+            .map(str::to_string),
+        uid: api::meta::uid(&binding)
+            .filter(|v| !v.is_empty())
+            .map(str::to_string),
         create_allowed: false,
     };
-    let now = crate::registry::rfc3339(srv.registry.clock.now_ms());
     srv.registry
-        .update_with(pods, ns, &pod_name, Some("binding"), opts, |old| {
-            let old = old.ok_or_else(|| ApiError::not_found(pods.gr(), &pod_name))?;
-            if api::meta::deletion_timestamp(old).is_some() {
-                return Err(ApiError::conflict(
-                    binding_gr,
-                    &pod_name,
-                    &format!("pod {pod_name} is being deleted, cannot be assigned to a host"),
-                ));
+        .validate_admission(pods, write(binding), opts)
+        .await?;
+    let now = crate::registry::rfc3339(srv.registry.clock.now_ms());
+    let refused = |why: String| ApiError::conflict(binding_gr, &pod_name, &why);
+    srv.registry
+        .guaranteed_update(pods, ns, &pod_name, &precondition, opts, |pod| {
+            if api::meta::deletion_timestamp(pod).is_some() {
+                return Err(refused(format!(
+                    "pod {pod_name} is being deleted, cannot be assigned to a host"
+                )));
             }
-            if let Some(existing) = old["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
-                return Err(ApiError::conflict(
-                    binding_gr,
-                    &pod_name,
-                    &format!("pod {pod_name} is already assigned to node {existing:?}"),
-                ));
+            if let Some(existing) = pod["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
+                return Err(refused(format!(
+                    "pod {pod_name} is already assigned to node {existing:?}"
+                )));
             }
-            let mut new = old.clone();
-            new["spec"]["nodeName"] = json!(node);
-            if let Some(a) = &annotations {
-                let m = api::meta::metadata_mut(&mut new);
+            if pod["spec"]["schedulingGates"]
+                .as_array()
+                .is_some_and(|g| !g.is_empty())
+            {
+                return Err(refused(format!(
+                    "pod {pod_name} has non-empty .spec.schedulingGates"
+                )));
+            }
+            let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {
+                return Err(ApiError::internal(format!("pod {pod_name} has no spec")));
+            };
+            spec.insert("nodeName".into(), json!(node));
+            // (An empty map stays absent, as Go's `omitempty` leaves it.)
+            if let Some(a) = annotations.as_ref().filter(|a| !a.is_empty()) {
+                let m = api::meta::metadata_mut(pod);
                 let anns = m.entry("annotations").or_insert_with(|| json!({}));
+                if !anns.is_object() {
+                    *anns = json!({});
+                }
                 if let Some(anns) = anns.as_object_mut() {
                     for (k, v) in a {
                         anns.insert(k.clone(), v.clone());
                     }
                 }
             }
-            set_condition(&mut new, "PodScheduled", "True", &now);
-            Ok((new, Vec::new(), precondition.clone()))
+            set_condition(pod, "PodScheduled", "True", &now);
+            Ok(())
         })
-        .await
-        .map_err(|e| {
-            if e.code == 404 && e.kind() == Some("pods") {
-                ApiError::not_found(pods.gr(), &pod_name)
-            } else {
-                e
-            }
-        })?;
+        .await?;
     Ok(json_value(
         StatusCode::CREATED,
         &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
     ))
 }
 
-/// Sets (or updates) a pod condition.
+/// Sets a pod condition as upstream's `UpdatePodCondition`: the condition is replaced
+/// (reason and message dropped), keeping its transition time when the status is the same.
 fn set_condition(pod: &mut Value, kind: &str, status: &str, now: &str) {
     if !pod["status"].is_object() {
         pod["status"] = json!({});
@@ -852,19 +879,20 @@ fn set_condition(pod: &mut Value, kind: &str, status: &str, now: &str) {
     let Some(list) = conds.and_then(Value::as_array_mut) else {
         return;
     };
+    let mut cond = json!({
+        "type": kind,
+        "status": status,
+        "lastProbeTime": null,
+        "lastTransitionTime": now,
+    });
     match list.iter_mut().find(|c| c["type"] == kind) {
         Some(c) => {
-            if c["status"] != status {
-                c["lastTransitionTime"] = json!(now);
+            if c["status"] == status {
+                cond["lastTransitionTime"] = c["lastTransitionTime"].take();
             }
-            c["status"] = json!(status);
+            *c = cond;
         }
-        None => list.push(json!({
-            "type": kind,
-            "status": status,
-            "lastProbeTime": null,
-            "lastTransitionTime": now,
-        })),
+        None => list.push(cond),
     }
 }
 

@@ -59,7 +59,7 @@ fn set_api_version(mut obj: Value, api_version: String) -> Value {
 pub fn to_storage(info: &ResourceInfo, obj: Value) -> Value {
     if is_events_api(info) {
         rename(obj, false, "v1")
-    } else if info.storage_version != info.version && !info.storage_version.is_empty() {
+    } else if needs_conversion(info) {
         set_api_version(obj, format!("{}/{}", info.group, info.storage_version))
     } else {
         obj

@@ -206,6 +206,23 @@ pub fn store_error(r: &Resource, name: &str, e: StoreError) -> ApiError {
 }
 
 /// Upstream's `metav1.Now()` rendering: RFC 3339, seconds, UTC.
+/// A failed precondition of a write: a conflict.
+fn precondition_failed(
+    r: &Resource,
+    name: &str,
+    what: &str,
+    wanted: &str,
+    found: &str,
+) -> ApiError {
+    ApiError::conflict(
+        r.gr(),
+        name,
+        &format!(
+            "Precondition failed: {what} in precondition: {wanted}, {what} in object meta: {found}"
+        ),
+    )
+}
+
 pub fn rfc3339(ms: i64) -> String {
     jiff::Timestamp::from_millisecond(ms)
         .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
@@ -377,16 +394,65 @@ impl Registry {
 
     /// The current object, straight from the store.
     pub async fn get(&self, r: &Resource, ns: Option<&str>, name: &str) -> Result<Value, ApiError> {
-        let key = r.info.key(ns, name);
-        let kv = self
+        self.read_current(r, &r.info.key(ns, name), name)
+            .await?
+            .map(|(_, obj)| obj)
+            .ok_or_else(|| ApiError::not_found(r.gr(), name))
+    }
+
+    /// The stored object at `key` and its revision, checked against storage's
+    /// `Preconditions` (a conflict when they fail); absent (or uninitialized, when
+    /// `hide_uninitialized`) is a 404.
+    async fn read_checked(
+        &self,
+        r: &Resource,
+        key: &str,
+        name: &str,
+        uid: Option<&str>,
+        resource_version: Option<&str>,
+        hide_uninitialized: bool,
+    ) -> Result<(i64, Value), ApiError> {
+        let (rev, obj) = self
+            .read_current(r, key, name)
+            .await?
+            .filter(|(_, o)| !(hide_uninitialized && api::kinds::initializers::is_uninitialized(o)))
+            .ok_or_else(|| ApiError::not_found(r.gr(), name))?;
+        if let Some(uid) = uid {
+            let found = api::meta::uid(&obj).unwrap_or_default();
+            if found != uid {
+                return Err(precondition_failed(r, name, "UID", uid, found));
+            }
+        }
+        match resource_version {
+            Some(rv) if rv.parse::<i64>().ok() != Some(rev) => Err(precondition_failed(
+                r,
+                name,
+                "ResourceVersion",
+                rv,
+                &rev.to_string(),
+            )),
+            _ => Ok((rev, obj)),
+        }
+    }
+
+    /// The stored object at `key` in its served form, with its revision (`None`: absent).
+    async fn read_current(
+        &self,
+        r: &Resource,
+        key: &str,
+        name: &str,
+    ) -> Result<Option<(i64, Value)>, ApiError> {
+        let Some(kv) = self
             .store
-            .get(&key)
+            .get(key)
             .await
             .map_err(|e| store_error(r, name, e))?
-            .ok_or_else(|| ApiError::not_found(r.gr(), name))?;
+        else {
+            return Ok(None);
+        };
         let obj = stored::decode_stored(&kv.value, kv.mod_revision)
             .ok_or_else(|| ApiError::internal(format!("stored object {key} is not valid JSON")))?;
-        Ok(convert::from_storage(&r.info, obj))
+        Ok(Some((kv.mod_revision, convert::from_storage(&r.info, obj))))
     }
 
     // ----- writes -----
@@ -618,7 +684,7 @@ impl Registry {
         } else {
             Vec::new()
         };
-        let bytes = stored::encode_for_store(convert::to_storage(&r.info, obj.clone()));
+        let bytes = stored::encode(&r.info, &mut obj);
         let ttl = r.strategy.ttl();
         let kv = match self.store.create(&key, Bytes::from(bytes), ttl).await {
             Ok(kv) => kv,
@@ -657,19 +723,9 @@ impl Registry {
     {
         let key = r.info.key(ns, name);
         for _attempt in 0..16 {
-            let current = self
-                .store
-                .get(&key)
-                .await
-                .map_err(|e| store_error(r, name, e))?;
-            let old = match &current {
-                Some(kv) => Some(convert::from_storage(
-                    &r.info,
-                    stored::decode_stored(&kv.value, kv.mod_revision).ok_or_else(|| {
-                        ApiError::internal(format!("stored object {key} is not valid JSON"))
-                    })?,
-                )),
-                None => None,
+            let (current, old) = match self.read_current(r, &key, name).await? {
+                Some((rev, obj)) => (Some(rev), Some(obj)),
+                None => (None, None),
             };
             if let Some(o) = &old
                 && !opts.include_uninitialized
@@ -690,7 +746,7 @@ impl Registry {
                     w.warnings.splice(0..0, warnings);
                     return Ok(w);
                 }
-                (Some(old), Some(kv)) => {
+                (Some(old), Some(rev)) => {
                     let (admitted, kept) = self
                         .admit_returning(
                             r,
@@ -708,17 +764,8 @@ impl Registry {
                     let (Some(new), Some(old)) = (admitted, kept) else {
                         return Err(ApiError::internal("admission removed the object"));
                     };
-                    self.finish_update(
-                        r,
-                        name,
-                        subresource,
-                        opts,
-                        old,
-                        new,
-                        kv.mod_revision,
-                        &precondition,
-                    )
-                    .await
+                    self.finish_update(r, name, subresource, opts, old, new, *rev, &precondition)
+                        .await
                 }
                 (Some(_), None) => return Err(ApiError::internal("inconsistent read")),
             };
@@ -732,6 +779,69 @@ impl Registry {
                     w.warnings.splice(0..0, warnings);
                     return Ok(w);
                 }
+            }
+        }
+        Err(ApiError::conflict(r.gr(), name, ApiError::MODIFIED))
+    }
+
+    /// A write straight through storage, as upstream's `Storage.GuaranteedUpdate`: `mutate`
+    /// changes the current object in place, which is written back with compare-and-swap and
+    /// read again after a conflict (unless the precondition names a resourceVersion). No
+    /// admission, validation, defaulting or field manager: the caller (`pods/binding`) ran
+    /// its own on the request's object. Preconditions fail with a conflict; the object
+    /// missing (or uninitialized) is a 404.
+    pub async fn guaranteed_update<F>(
+        &self,
+        r: &Resource,
+        ns: Option<&str>,
+        name: &str,
+        precondition: &Precondition,
+        opts: &WriteOptions,
+        mut mutate: F,
+    ) -> Result<Written, ApiError>
+    where
+        F: FnMut(&mut Value) -> Result<(), ApiError>,
+    {
+        let key = r.info.key(ns, name);
+        for _attempt in 0..16 {
+            let (rev, mut obj) = self
+                .read_checked(
+                    r,
+                    &key,
+                    name,
+                    precondition.uid.as_deref(),
+                    precondition.resource_version.as_deref(),
+                    !opts.include_uninitialized,
+                )
+                .await?;
+            mutate(&mut obj)?;
+            if opts.dry_run {
+                return Ok(Written {
+                    object: obj,
+                    warnings: Vec::new(),
+                    created: false,
+                });
+            }
+            let bytes = stored::encode(&r.info, &mut obj);
+            match self
+                .store
+                .update(&key, Bytes::from(bytes), rev, r.strategy.ttl())
+                .await
+            {
+                Ok(kv) => {
+                    api::meta::set_str(&mut obj, "resourceVersion", kv.mod_revision.to_string());
+                    return Ok(Written {
+                        object: obj,
+                        warnings: Vec::new(),
+                        created: false,
+                    });
+                }
+                Err(StoreError::Conflict { .. }) if precondition.resource_version.is_none() => {}
+                Err(StoreError::Conflict { .. }) => {
+                    return Err(ApiError::conflict(r.gr(), name, ApiError::MODIFIED));
+                }
+                Err(StoreError::NotFound { .. }) => return Err(ApiError::not_found(r.gr(), name)),
+                Err(e) => return Err(store_error(r, name, e)),
             }
         }
         Err(ApiError::conflict(r.gr(), name, ApiError::MODIFIED))
@@ -757,13 +867,12 @@ impl Registry {
         if let Some(uid) = &precondition.uid
             && api::meta::uid(&old) != Some(uid.as_str())
         {
-            return Err(Retry::Fail(ApiError::conflict(
-                r.gr(),
+            return Err(Retry::Fail(precondition_failed(
+                r,
                 name,
-                &format!(
-                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                    api::meta::uid(&old).unwrap_or_default()
-                ),
+                "UID",
+                uid,
+                api::meta::uid(&old).unwrap_or_default(),
             )));
         }
         // Fields the client cannot change.
@@ -890,7 +999,7 @@ impl Registry {
         // and the waiting creator see why), then deleted.
         let mut current_rev = current_rev;
         if api::kinds::initializers::failure(&new).is_some() {
-            let bytes = stored::encode_for_store(convert::to_storage(&r.info, new.clone()));
+            let bytes = stored::encode(&r.info, &mut new);
             current_rev = match self
                 .store
                 .update(&key, Bytes::from(bytes), current_rev, r.strategy.ttl())
@@ -936,7 +1045,7 @@ impl Registry {
                 .await
                 .map_err(Retry::Fail)?;
         }
-        let bytes = stored::encode_for_store(convert::to_storage(&r.info, new.clone()));
+        let bytes = stored::encode(&r.info, &mut new);
         match self
             .store
             .update(&key, Bytes::from(bytes), current_rev, r.strategy.ttl())
@@ -1032,42 +1141,16 @@ impl Registry {
         };
         self.admit(r, delete_write(None), wopts).await?;
         for _ in 0..16 {
-            let kv = self
-                .store
-                .get(&key)
-                .await
-                .map_err(|e| store_error(r, name, e))?
-                .ok_or_else(|| ApiError::not_found(r.gr(), name))?;
-            let mut obj = convert::from_storage(
-                &r.info,
-                stored::decode_stored(&kv.value, kv.mod_revision).ok_or_else(|| {
-                    ApiError::internal(format!("stored object {key} is not valid JSON"))
-                })?,
-            );
-            if let Some(uid) = &opts.precondition_uid
-                && api::meta::uid(&obj) != Some(uid.as_str())
-            {
-                return Err(ApiError::conflict(
-                    r.gr(),
+            let (rev, mut obj) = self
+                .read_checked(
+                    r,
+                    &key,
                     name,
-                    &format!(
-                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                        api::meta::uid(&obj).unwrap_or_default()
-                    ),
-                ));
-            }
-            if let Some(rv) = &opts.precondition_rv
-                && rv.parse::<i64>().ok() != Some(kv.mod_revision)
-            {
-                return Err(ApiError::conflict(
-                    r.gr(),
-                    name,
-                    &format!(
-                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                        kv.mod_revision
-                    ),
-                ));
-            }
+                    opts.precondition_uid.as_deref(),
+                    opts.precondition_rv.as_deref(),
+                    false,
+                )
+                .await?;
             self.validate_admission(r, delete_write(Some(obj.clone())), wopts)
                 .await?;
             // Finalizers the propagation policy asks for.
@@ -1110,11 +1193,10 @@ impl Registry {
                         if wopts.dry_run {
                             return Ok((obj, false));
                         }
-                        let bytes =
-                            stored::encode_for_store(convert::to_storage(&r.info, obj.clone()));
+                        let bytes = stored::encode(&r.info, &mut obj);
                         match self
                             .store
-                            .update(&key, Bytes::from(bytes), kv.mod_revision, r.strategy.ttl())
+                            .update(&key, Bytes::from(bytes), rev, r.strategy.ttl())
                             .await
                         {
                             Ok(kv) => {
@@ -1140,7 +1222,7 @@ impl Registry {
                 if wopts.dry_run {
                     return Ok((obj, true));
                 }
-                match self.store.delete(&key, Some(kv.mod_revision)).await {
+                match self.store.delete(&key, Some(rev)).await {
                     Ok(d) => {
                         if is_service(r) {
                             services::release(&*self.store, &obj).await;
@@ -1179,10 +1261,10 @@ impl Registry {
             if wopts.dry_run {
                 return Ok((obj, false));
             }
-            let bytes = stored::encode_for_store(convert::to_storage(&r.info, obj.clone()));
+            let bytes = stored::encode(&r.info, &mut obj);
             match self
                 .store
-                .update(&key, Bytes::from(bytes), kv.mod_revision, r.strategy.ttl())
+                .update(&key, Bytes::from(bytes), rev, r.strategy.ttl())
                 .await
             {
                 Ok(kv) => {

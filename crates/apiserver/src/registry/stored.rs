@@ -4,6 +4,24 @@
 use bytes::{Bytes, BytesMut};
 use serde_json::Value;
 
+/// Serializes an object of `info` for the store in its storage form, without copying it
+/// when that form is the served one: `metadata.resourceVersion` is taken out for the
+/// encoding and put back.
+pub fn encode(info: &api::catalog::ResourceInfo, obj: &mut Value) -> Vec<u8> {
+    if super::convert::needs_conversion(info) {
+        return encode_for_store(super::convert::to_storage(info, obj.clone()));
+    }
+    let meta = obj.get_mut("metadata").and_then(Value::as_object_mut);
+    let rv = meta.and_then(|m| m.remove("resourceVersion"));
+    let bytes = serde_json::to_vec(&*obj).unwrap_or_default();
+    if let Some(rv) = rv
+        && let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        m.insert("resourceVersion".into(), rv);
+    }
+    bytes
+}
+
 /// Serializes an object for the store, dropping `metadata.resourceVersion`.
 pub fn encode_for_store(mut obj: Value) -> Vec<u8> {
     if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {

@@ -26,7 +26,7 @@ use futures::StreamExt;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Event, Node, Pod, ServiceAccount};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
 
 use super::Latencies;
@@ -234,7 +234,10 @@ fn is_ready(p: &Pod) -> bool {
 
 fn spawn_watch(pods: Api<Pod>, seen: Watched) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let mut stream = std::pin::pin!(watcher(pods, watcher::Config::default()));
+        // With back-off: a watch retried at once against a server that is gone never
+        // yields, and the runtime could not shut down.
+        let mut stream =
+            std::pin::pin!(watcher(pods, watcher::Config::default()).default_backoff());
         while let Some(e) = stream.next().await {
             let now = Timestamp::now();
             let p = match e {

@@ -10,7 +10,7 @@ use anyhow::Context;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams, PostParams};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
 
 use super::Latencies;
@@ -116,6 +116,23 @@ pub(super) async fn client_for(kubeconfig: &std::path::Path) -> anyhow::Result<k
     }
 }
 
+/// A task aborted when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl AbortOnDrop {
+    /// Aborts the task and waits until it is gone.
+    async fn stop(&mut self) {
+        self.0.abort();
+        let _ = (&mut self.0).await;
+    }
+}
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// The sum of a metric's samples (every label set) in `/metrics` text.
 fn metric_sum(text: &str, name: &str) -> f64 {
     text.lines()
@@ -176,11 +193,12 @@ pub async fn run(args: ScheduleArgs) -> anyhow::Result<()> {
         ..simnode::Config::default()
     };
     let sim_client = client.clone();
-    tokio::spawn(async move {
+    // Stopped (with every task of the simulation) before the server, however this ends.
+    let mut sim = AbortOnDrop(tokio::spawn(async move {
         if let Err(e) = simnode::run(sim_client, sim).await {
             tracing::error!(error = %e, "simulated nodes stopped");
         }
-    });
+    }));
     let nodes: Api<Node> = Api::all(client.clone());
     let started = Instant::now();
     let deadline = started + Duration::from_secs(args.timeout);
@@ -228,8 +246,11 @@ pub async fn run(args: ScheduleArgs) -> anyhow::Result<()> {
     let watched = Arc::clone(&seen);
     let pods: Api<Pod> = Api::namespaced(client.clone(), "bench");
     let watch_api = pods.clone();
-    tokio::spawn(async move {
-        let mut stream = std::pin::pin!(watcher(watch_api, watcher::Config::default()));
+    // With back-off: a watch retried at once against a server that is gone never yields,
+    // and the runtime could not shut down.
+    let mut watching = AbortOnDrop(tokio::spawn(async move {
+        let mut stream =
+            std::pin::pin!(watcher(watch_api, watcher::Config::default()).default_backoff());
         while let Some(e) = stream.next().await {
             let Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) = e else {
                 continue;
@@ -250,7 +271,7 @@ pub async fn run(args: ScheduleArgs) -> anyhow::Result<()> {
                 s.last_bound = Some(now);
             }
         }
-    });
+    }));
 
     let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
         Api::namespaced(client.clone(), "bench");
@@ -274,14 +295,17 @@ pub async fn run(args: ScheduleArgs) -> anyhow::Result<()> {
     let mut peak = with_nodes;
     let mut last_report = Instant::now();
     loop {
-        let bound = lock(&seen).bound;
+        let (bound, seen_pods) = {
+            let s = lock(&seen);
+            (s.bound, s.bound + s.created.len())
+        };
         peak = peak.max(rss_mb(pid).unwrap_or(0.0));
         if bound >= args.pods as usize {
             break;
         }
         if last_report.elapsed() >= Duration::from_secs(10) {
             println!(
-                "  {bound} of {} bound after {:.0} s",
+                "  {bound} of {} bound ({seen_pods} created) after {:.0} s",
                 args.pods,
                 t0.elapsed().as_secs_f64()
             );
@@ -364,5 +388,7 @@ pub async fn run(args: ScheduleArgs) -> anyhow::Result<()> {
         "schedule-bench nodes={} pods={} pods_per_s={pods_per_s:.0} rss_mb={settled:.0}",
         args.nodes, args.pods
     );
+    watching.stop().await;
+    sim.stop().await;
     Ok(())
 }
