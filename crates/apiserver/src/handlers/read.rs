@@ -467,10 +467,10 @@ pub(crate) fn table(
     Ok(t)
 }
 
-/// The ERROR event of a failed watch.
 /// A watch sends the messages queued for it together, up to about this many bytes.
 const COALESCE_BYTES: usize = 128 << 10;
 
+/// The ERROR event of a failed watch.
 fn error_event(e: &ApiError) -> Bytes {
     let mut line =
         serde_json::to_vec(&json!({"type": "ERROR", "object": e.to_status()})).unwrap_or_default();

@@ -205,7 +205,6 @@ pub fn store_error(r: &Resource, name: &str, e: StoreError) -> ApiError {
     }
 }
 
-/// Upstream's `metav1.Now()` rendering: RFC 3339, seconds, UTC.
 /// A failed precondition of a write: a conflict.
 fn precondition_failed(
     r: &Resource,
@@ -223,6 +222,7 @@ fn precondition_failed(
     )
 }
 
+/// Upstream's `metav1.Now()` rendering: RFC 3339, seconds, UTC.
 pub fn rfc3339(ms: i64) -> String {
     jiff::Timestamp::from_millisecond(ms)
         .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())

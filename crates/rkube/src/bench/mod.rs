@@ -32,6 +32,24 @@ pub enum Bench {
     Kubectl(kubectl::KubectlArgs),
 }
 
+/// A background task of a bench, aborted when dropped: however the bench ends, its watches
+/// and simulated nodes do not outlive it (and keep writing to a server that is gone).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl AbortOnDrop {
+    /// Aborts the task and waits until it is gone.
+    async fn stop(&mut self) {
+        self.0.abort();
+        let _ = (&mut self.0).await;
+    }
+}
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 pub async fn run(which: Bench) -> anyhow::Result<()> {
     match which {
         Bench::Store(args) => store::run(args).await,

@@ -29,8 +29,8 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
 
-use super::Latencies;
 use super::schedule::client_for;
+use super::{AbortOnDrop, Latencies};
 
 #[derive(clap::Args, Debug)]
 pub struct PodStartupArgs {
@@ -232,8 +232,8 @@ fn is_ready(p: &Pod) -> bool {
         .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
-fn spawn_watch(pods: Api<Pod>, seen: Watched) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
+fn spawn_watch(pods: Api<Pod>, seen: Watched) -> AbortOnDrop {
+    AbortOnDrop(tokio::spawn(async move {
         // With back-off: a watch retried at once against a server that is gone never
         // yields, and the runtime could not shut down.
         let mut stream =
@@ -262,7 +262,7 @@ fn spawn_watch(pods: Api<Pod>, seen: Watched) -> tokio::task::JoinHandle<()> {
                 e.ready.get_or_insert(now);
             }
         }
-    })
+    }))
 }
 
 /// The occurrence time upstream's event names carry (`<object>.<hex unix nanos>`).
@@ -524,7 +524,7 @@ pub async fn run(args: PodStartupArgs) -> anyhow::Result<()> {
     }
     let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
     let seen: Watched = Arc::new(Mutex::new(HashMap::new()));
-    let watch = spawn_watch(pods.clone(), Arc::clone(&seen));
+    let mut watch = spawn_watch(pods.clone(), Arc::clone(&seen));
 
     // Warm-up: both images pulled ("images present"), containerd's first pod paid.
     for (i, image) in ["nginx:latest", "nginx:1.22"].iter().enumerate() {
@@ -701,7 +701,7 @@ pub async fn run(args: PodStartupArgs) -> anyhow::Result<()> {
         to_running.p50_ms(),
         to_running.p99_ms()
     );
-    watch.abort();
+    watch.stop().await;
     drop(client);
     drop(server);
     drop(registry);

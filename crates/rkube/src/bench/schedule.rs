@@ -13,8 +13,8 @@ use kube::api::{Api, ListParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
 
-use super::Latencies;
 use super::api::{rss_mb, settled_rss_mb, spawn_server, spawn_server_with};
+use super::{AbortOnDrop, Latencies};
 
 #[derive(clap::Args, Debug)]
 pub struct ScheduleArgs {
@@ -113,23 +113,6 @@ pub(super) async fn client_for(kubeconfig: &std::path::Path) -> anyhow::Result<k
         }
         anyhow::ensure!(Instant::now() < deadline, "the server did not start");
         tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-/// A task aborted when dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl AbortOnDrop {
-    /// Aborts the task and waits until it is gone.
-    async fn stop(&mut self) {
-        self.0.abort();
-        let _ = (&mut self.0).await;
-    }
-}
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
 
