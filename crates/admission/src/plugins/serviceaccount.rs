@@ -127,7 +127,7 @@ pub fn mount_token(pod: &mut Value, suffix: &[u8]) {
             }
             match c["volumeMounts"].as_array_mut() {
                 Some(mounts) => mounts.push(mount.clone()),
-                None => c["volumeMounts"] = json!([mount.clone()]),
+                None => c["volumeMounts"] = Value::Array(vec![mount.clone()]),
             }
             needs_volume = true;
         }
@@ -136,7 +136,7 @@ pub fn mount_token(pod: &mut Value, suffix: &[u8]) {
         let volume = token_volume(&volume_name);
         match pod["spec"]["volumes"].as_array_mut() {
             Some(volumes) => volumes.push(volume),
-            None => pod["spec"]["volumes"] = json!([volume]),
+            None => pod["spec"]["volumes"] = Value::Array(vec![volume]),
         }
     }
 }

@@ -155,8 +155,7 @@ impl Registry {
     /// The served resource `group`/`plural` (its first served version).
     fn resource_of(&self, group: &str, plural: &str) -> Result<Arc<Resource>, ApiError> {
         self.all()
-            .iter()
-            .find(|r| r.info.group == group && r.info.plural == plural)
+            .first_version(group, plural)
             .cloned()
             .ok_or_else(|| {
                 ApiError::internal(format!("the server does not serve {plural}.{group}"))
@@ -253,8 +252,7 @@ impl admission::Cluster for Registry {
         kind: &str,
     ) -> Option<(String, bool)> {
         self.all()
-            .iter()
-            .find(|r| r.info.group == group && r.info.version == version && r.info.kind == kind)
+            .by_kind(group, version, kind)
             .map(|r| (r.info.plural.clone(), r.info.namespaced))
     }
 

@@ -32,13 +32,36 @@ pub type FieldsFn = Arc<dyn Fn(&Value) -> Vec<(String, String)> + Send + Sync>;
 #[derive(Debug, PartialEq, Eq)]
 pub struct Meta {
     text: Box<str>,
-    /// The end of each part in `text`: key, namespace, name, then a key and a value per
-    /// label; then per field its name's id (see [`field_names`]) and its value's end.
+    /// Offsets into `text`: the key's end; the namespace's start and end and the name's
+    /// start and end (inside the key when it ends in `<namespace>/<name>`, as every key
+    /// does, so they are not stored twice; otherwise appended after it); then the end of
+    /// a key and of a value per label; then per field its name's id (see
+    /// [`field_names`]) and its value's end.
     ends: Box<[u32]>,
     labels: u32,
     /// Initializers are still pending: hidden unless the request includes uninitialized
     /// objects.
     pub uninitialized: bool,
+}
+
+/// The index in `Meta::ends` of the first label's key's end (after the key's end and the
+/// namespace's and name's offsets); the first label starts where the name ends, which is
+/// the key's end when the name is inside the key.
+const LABELS: usize = 5;
+
+/// Where the namespace and the name start inside `key`, if it ends in
+/// `/<namespace>/<name>` (`/<name>` for a cluster-scoped object).
+fn within_key(key: &str, namespace: &str, name: &str) -> Option<(usize, usize)> {
+    let before_name = key.strip_suffix(name)?.strip_suffix('/')?;
+    let name_at = key.len() - name.len();
+    if namespace.is_empty() || name.is_empty() {
+        return (!name.is_empty()).then_some((name_at, name_at));
+    }
+    let namespace_at = before_name
+        .strip_suffix(namespace)?
+        .strip_suffix('/')
+        .map(|_| before_name.len() - namespace.len())?;
+    Some((namespace_at, name_at))
 }
 
 impl Meta {
@@ -50,12 +73,20 @@ impl Meta {
         fields: impl IntoIterator<Item = (&'a str, &'a str)>,
         uninitialized: bool,
     ) -> Meta {
-        let mut text = String::with_capacity(key.len() + namespace.len() + name.len() + 64);
+        let mut text = String::with_capacity(key.len() + 64);
         let mut ends = Vec::with_capacity(16);
         let end = |text: &String| u32::try_from(text.len()).unwrap_or(u32::MAX);
-        for part in [key, namespace, name] {
-            text.push_str(part);
-            ends.push(end(&text));
+        text.push_str(key);
+        ends.push(end(&text));
+        let (namespace_at, name_at) = within_key(key, namespace, name).unwrap_or_else(|| {
+            text.push_str(namespace);
+            text.push_str(name);
+            (key.len(), key.len() + namespace.len())
+        });
+        for (start, len) in [(namespace_at, namespace.len()), (name_at, name.len())] {
+            for offset in [start, start + len] {
+                ends.push(u32::try_from(offset).unwrap_or(u32::MAX));
+            }
         }
         let mut n = 0u32;
         for (k, v) in labels {
@@ -86,12 +117,21 @@ impl Meta {
             .unwrap_or_default()
     }
 
+    /// Part `i` of `text`: from the end of part `i - 1` to its own end.
     fn part(&self, i: usize) -> &str {
         let start = match i {
             0 => 0,
             _ => self.ends.get(i - 1).copied().unwrap_or(0),
         };
         self.slice(start, self.ends.get(i).copied().unwrap_or(start))
+    }
+
+    /// The text between the offsets at `ends[i]` and `ends[i + 1]`.
+    fn range(&self, i: usize) -> &str {
+        match (self.ends.get(i), self.ends.get(i + 1)) {
+            (Some(&start), Some(&end)) => self.slice(start, end),
+            _ => "",
+        }
     }
 
     /// The storage key.
@@ -101,15 +141,15 @@ impl Meta {
 
     /// `""` for a cluster-scoped object.
     pub fn namespace(&self) -> &str {
-        self.part(1)
+        self.range(1)
     }
 
     pub fn name(&self) -> &str {
-        self.part(2)
+        self.range(3)
     }
 
     pub fn labels(&self) -> impl Iterator<Item = (&str, &str)> {
-        (3..3 + 2 * self.labels as usize)
+        (LABELS..LABELS + 2 * self.labels as usize)
             .step_by(2)
             .map(move |i| (self.part(i), self.part(i + 1)))
     }
@@ -117,7 +157,7 @@ impl Meta {
     /// The selectable fields with a value, by name id (without `metadata.name` and
     /// `metadata.namespace`).
     fn field_ids(&self) -> impl Iterator<Item = (u32, &str)> {
-        let first = 3 + 2 * self.labels as usize;
+        let first = LABELS + 2 * self.labels as usize;
         let mut start = first
             .checked_sub(1)
             .and_then(|i| self.ends.get(i))
@@ -216,8 +256,7 @@ mod field_names {
 pub struct CachedObject {
     pub rv: Revision,
     /// The JSON object including its `metadata.resourceVersion` (compressed in big
-    /// caches); empty in the history's copy of a superseded object, which only selectors
-    /// read.
+    /// caches).
     pub body: Body,
     pub meta: Arc<Meta>,
 }
@@ -449,8 +488,10 @@ struct State {
 /// `MIN_EVENTS`. A watch resuming from further back is served
 /// from the store's own history (kept until the compactor's 5-minute passes) until it has
 /// caught up, then joins the cache: so the window can be small without clients relisting.
+/// 4 MiB holds a few seconds of a busy prefix (about 7,000 pod events at 5,000 nodes) and
+/// the whole 75 s of a quiet one.
 const EVENT_WINDOW: Duration = Duration::from_secs(75);
-const HISTORY_BYTES: usize = 8 << 20;
+const HISTORY_BYTES: usize = 4 << 20;
 const MAX_EVENTS: usize = 10_000;
 const MIN_EVENTS: usize = 100;
 const WATCHER_BUFFER: usize = 1024;
@@ -1378,6 +1419,24 @@ mod tests {
             ("k", "", 0)
         );
         assert!(bare.uninitialized);
+        // The namespace and name are read inside the key when it ends with them, and kept
+        // beside it when it does not.
+        for (key, ns, name) in [
+            ("/registry/namespaces/a", "", "a"),
+            ("/registry/pods/ns/p", "ns", "p"),
+            ("/registry/pods/xns/p", "ns", "p"),
+            ("/registry/pods/ns/xp", "ns", "p"),
+            ("/registry/pods/other/p", "ns", "p"),
+            ("/registry/x/p", "", ""),
+            ("p", "", "p"),
+        ] {
+            let m = Meta::new(key, ns, name, [("l", "v")], [("spec.nodeName", "n")], false);
+            assert_eq!((m.key(), m.namespace(), m.name()), (key, ns, name), "{key}");
+            assert_eq!(m.labels().collect::<Vec<_>>(), [("l", "v")], "{key}");
+            assert_eq!(m.field("spec.nodeName"), Some("n"), "{key}");
+        }
+        let inside = Meta::new("/registry/pods/ns/p", "ns", "p", [], [], false);
+        assert_eq!(inside.heap_bytes(), "/registry/pods/ns/p".len() + 4 * 5);
     }
 
     #[test]
@@ -1396,8 +1455,8 @@ mod tests {
         .unwrap();
         let a = make_object("/registry/pods/ns/p", &raw, 1, &fields);
         let b = make_object("/registry/pods/ns/p", &raw, 2, &fields);
-        // Name and namespace are kept once, as the object's; field names are ids.
-        assert_eq!(a.text.as_ref(), "/registry/pods/ns/pnspn1Running");
+        // Name and namespace are read inside the key; field names are ids.
+        assert_eq!(a.text.as_ref(), "/registry/pods/ns/pn1Running");
         assert_eq!(
             a.fields().collect::<Vec<_>>(),
             [("spec.nodeName", "n1"), ("status.phase", "Running")]

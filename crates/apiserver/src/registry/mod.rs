@@ -128,11 +128,83 @@ pub struct Written {
     pub created: bool,
 }
 
+/// The served resources, in order, with indexes by group, version and plural or kind
+/// (every request looks its resource up, and admission plugins several more).
+pub struct Served {
+    list: Vec<Arc<Resource>>,
+    /// group → version → plural → position in `list` (the first one wins).
+    plurals: Index,
+    /// group → version → kind → position in `list`.
+    kinds: Index,
+    /// group → plural → position of its first served version.
+    first_version: HashMap<String, HashMap<String, usize>>,
+}
+
+type Index = HashMap<String, HashMap<String, HashMap<String, usize>>>;
+
+impl Served {
+    fn new(list: Vec<Arc<Resource>>) -> Served {
+        let mut plurals = Index::new();
+        let mut kinds = Index::new();
+        let mut first_version: HashMap<String, HashMap<String, usize>> = HashMap::new();
+        for (i, r) in list.iter().enumerate() {
+            let info = &r.info;
+            for (index, name) in [(&mut plurals, &info.plural), (&mut kinds, &info.kind)] {
+                index
+                    .entry(info.group.clone())
+                    .or_default()
+                    .entry(info.version.clone())
+                    .or_default()
+                    .entry(name.clone())
+                    .or_insert(i);
+            }
+            first_version
+                .entry(info.group.clone())
+                .or_default()
+                .entry(info.plural.clone())
+                .or_insert(i);
+        }
+        Served {
+            list,
+            plurals,
+            kinds,
+            first_version,
+        }
+    }
+
+    fn at(&self, i: Option<&usize>) -> Option<&Arc<Resource>> {
+        i.and_then(|&i| self.list.get(i))
+    }
+
+    /// The resource `group/version plural`.
+    pub fn by_plural(&self, group: &str, version: &str, plural: &str) -> Option<&Arc<Resource>> {
+        self.at(self.plurals.get(group)?.get(version)?.get(plural))
+    }
+
+    /// The resource serving `group/version kind`.
+    pub fn by_kind(&self, group: &str, version: &str, kind: &str) -> Option<&Arc<Resource>> {
+        self.at(self.kinds.get(group)?.get(version)?.get(kind))
+    }
+
+    /// The resource `group/plural` in its first served version.
+    pub fn first_version(&self, group: &str, plural: &str) -> Option<&Arc<Resource>> {
+        self.at(self.first_version.get(group)?.get(plural))
+    }
+}
+
+impl std::ops::Deref for Served {
+    type Target = [Arc<Resource>];
+
+    fn deref(&self) -> &[Arc<Resource>] {
+        &self.list
+    }
+}
+
 /// Every served resource.
 pub struct Registry {
     pub store: Arc<dyn Backend>,
     pub clock: Arc<dyn Clock>,
-    resources: RwLock<Arc<Vec<Arc<Resource>>>>,
+    resources: RwLock<Arc<Served>>,
     cachers: std::sync::Mutex<HashMap<String, Arc<Cacher>>>,
     event_ttl: Duration,
     pub service_range: services::Cidr,
@@ -245,7 +317,7 @@ impl Registry {
         let reg = Arc::new(Registry {
             store,
             clock,
-            resources: RwLock::new(Arc::new(Vec::new())),
+            resources: RwLock::new(Arc::new(Served::new(Vec::new()))),
             cachers: std::sync::Mutex::new(HashMap::new()),
             event_ttl,
             service_range,
@@ -265,7 +337,7 @@ impl Registry {
             })
             .collect();
         if let Ok(mut r) = reg.resources.write() {
-            *r = Arc::new(builtin);
+            *r = Arc::new(Served::new(builtin));
         }
         reg
     }
@@ -308,7 +380,7 @@ impl Registry {
     }
 
     /// Every served resource (a snapshot).
-    pub fn all(&self) -> Arc<Vec<Arc<Resource>>> {
+    pub fn all(&self) -> Arc<Served> {
         match self.resources.read() {
             Ok(r) => Arc::clone(&r),
             Err(p) => Arc::clone(&p.into_inner()),
@@ -316,18 +388,12 @@ impl Registry {
     }
 
     pub fn lookup(&self, group: &str, version: &str, plural: &str) -> Option<Arc<Resource>> {
-        self.all()
-            .iter()
-            .find(|r| r.info.group == group && r.info.version == version && r.info.plural == plural)
-            .cloned()
+        self.all().by_plural(group, version, plural).cloned()
     }
 
     /// The resource serving `group/version kind`.
     pub fn by_kind(&self, group: &str, version: &str, kind: &str) -> Option<Arc<Resource>> {
-        self.all()
-            .iter()
-            .find(|r| r.info.group == group && r.info.version == version && r.info.kind == kind)
-            .cloned()
+        self.all().by_kind(group, version, kind).cloned()
     }
 
     /// A counter that changes whenever the served resources change.
@@ -370,7 +436,7 @@ impl Registry {
         let changed =
             before.len() != list.len() || before.iter().zip(list.iter()).any(|(a, b)| *a != b.info);
         if let Ok(mut r) = self.resources.write() {
-            *r = Arc::new(list);
+            *r = Arc::new(Served::new(list));
         }
         if let Ok(mut s) = self.custom_schemas.write()
             && *s != schemas
@@ -1420,6 +1486,40 @@ mod tests {
         }
         let pods = reg.lookup("", "v1", "pods").unwrap();
         assert!(pods.cacher.is_cached());
+    }
+
+    #[tokio::test]
+    async fn served_resources_are_found_as_a_scan_in_order_finds_them() {
+        let reg = Registry::new(
+            Arc::new(store::memory::MemoryBackend::new()),
+            Arc::new(store::SystemClock),
+            std::time::Duration::from_secs(3600),
+            services::Cidr::parse("10.43.0.0/16").unwrap(),
+            ("127.0.0.1".into(), 6443),
+        );
+        let all = reg.all();
+        let scan = |f: &dyn Fn(&ResourceInfo) -> bool| all.iter().find(|r| f(&r.info)).cloned();
+        for r in all.iter() {
+            let i = &r.info;
+            let same = |a: Option<Arc<Resource>>, b: Option<Arc<Resource>>| {
+                assert!(a.zip(b).is_some_and(|(a, b)| Arc::ptr_eq(&a, &b)), "{i:?}");
+            };
+            same(
+                reg.lookup(&i.group, &i.version, &i.plural),
+                scan(&|x| x.group == i.group && x.version == i.version && x.plural == i.plural),
+            );
+            same(
+                reg.by_kind(&i.group, &i.version, &i.kind),
+                scan(&|x| x.group == i.group && x.version == i.version && x.kind == i.kind),
+            );
+            same(
+                all.first_version(&i.group, &i.plural).cloned(),
+                scan(&|x| x.group == i.group && x.plural == i.plural),
+            );
+        }
+        assert!(reg.lookup("apps", "v1", "pods").is_none());
+        assert!(reg.by_kind("", "v2", "Pod").is_none());
+        assert!(all.first_version("nope", "pods").is_none());
     }
 
     #[test]

@@ -27,9 +27,10 @@ const MIN_SAMPLE_BYTES: usize = 256;
 const REBUILD_EVERY: usize = 50_000;
 const LEVEL: i32 = 3;
 
-/// A dictionary, both ways. Objects keep the one they were compressed with.
+/// A dictionary for decompressing. Objects keep the one they were compressed with; only
+/// the cache's current dictionary also has a compressor's side (see [`Current`]), which is
+/// several times larger and would otherwise live as long as the oldest object using it.
 pub struct Dict {
-    enc: CDict<'static>,
     dec: DDict<'static>,
     size: usize,
 }
@@ -40,12 +41,26 @@ impl std::fmt::Debug for Dict {
     }
 }
 
-impl Dict {
-    fn new(content: &[u8]) -> Option<Dict> {
-        Some(Dict {
+/// The dictionary new objects are compressed with, both ways.
+struct Current {
+    dict: Arc<Dict>,
+    enc: CDict<'static>,
+}
+
+impl std::fmt::Debug for Current {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.dict.fmt(f)
+    }
+}
+
+impl Current {
+    fn new(content: &[u8]) -> Option<Current> {
+        Some(Current {
+            dict: Arc::new(Dict {
+                dec: DDict::try_create(content)?,
+                size: content.len(),
+            }),
             enc: CDict::try_create(content, LEVEL)?,
-            dec: DDict::try_create(content)?,
-            size: content.len(),
         })
     }
 }
@@ -118,7 +133,7 @@ fn decompress(data: &[u8], len: usize, dict: &Dict) -> Option<Vec<u8>> {
     })
 }
 
-fn compress(plain: &[u8], dict: &Dict) -> Option<Vec<u8>> {
+fn compress(plain: &[u8], dict: &CDict<'static>) -> Option<Vec<u8>> {
     CCTX.with(|cell| {
         let mut slot = cell.try_borrow_mut().ok()?;
         if slot.is_none() {
@@ -126,7 +141,7 @@ fn compress(plain: &[u8], dict: &Dict) -> Option<Vec<u8>> {
         }
         let cctx = slot.as_mut()?;
         let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(plain.len()));
-        cctx.compress_using_cdict(&mut out, plain, &dict.enc).ok()?;
+        cctx.compress_using_cdict(&mut out, plain, dict).ok()?;
         Some(out)
     })
 }
@@ -136,7 +151,7 @@ fn compress(plain: &[u8], dict: &Dict) -> Option<Vec<u8>> {
 #[derive(Debug, Default)]
 pub struct Packer {
     samples: VecDeque<Bytes>,
-    dict: Option<Arc<Dict>>,
+    current: Option<Current>,
     since: usize,
 }
 
@@ -152,18 +167,18 @@ impl Packer {
         if held < MIN_OBJECTS {
             return Body::Plain(plain);
         }
-        if self.dict.is_none() || self.since >= REBUILD_EVERY {
+        if self.current.is_none() || self.since >= REBUILD_EVERY {
             self.rebuild();
         }
-        let Some(dict) = &self.dict else {
+        let Some(current) = &self.current else {
             return Body::Plain(plain);
         };
         self.since += 1;
-        match (compress(&plain, dict), u32::try_from(plain.len())) {
+        match (compress(&plain, &current.enc), u32::try_from(plain.len())) {
             (Some(data), Ok(len)) if data.len() < plain.len() => Body::Packed {
                 data: data.into_boxed_slice(),
                 len,
-                dict: Arc::clone(dict),
+                dict: Arc::clone(&current.dict),
             },
             _ => Body::Plain(plain),
         }
@@ -171,7 +186,7 @@ impl Packer {
 
     /// The current dictionary's size (0: none).
     pub fn dict_bytes(&self) -> usize {
-        self.dict.as_ref().map_or(0, |d| d.size)
+        self.current.as_ref().map_or(0, |c| c.dict.size)
     }
 
     fn rebuild(&mut self) {
@@ -187,7 +202,7 @@ impl Packer {
         if content.is_empty() {
             return;
         }
-        self.dict = Dict::new(&content).map(Arc::new);
+        self.current = Current::new(&content);
     }
 }
 
