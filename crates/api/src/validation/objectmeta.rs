@@ -44,23 +44,45 @@ pub type ValidateNameFn<'a> = &'a dyn Fn(&str, bool) -> Vec<String>;
 // ---------------------------------------------------------------------------------------
 // Paths and JSON readers.
 
+// Paths are pushed together rather than formatted: validators build one per field they
+// visit, error or not, and `format!` made that a visible share of a pod create.
+
 /// `path.name`, or `name` at the root.
 pub(crate) fn child(path: &str, name: &str) -> String {
-    if path.is_empty() {
-        name.to_string()
-    } else {
-        format!("{path}.{name}")
+    let mut s = String::with_capacity(path.len() + 1 + name.len());
+    s.push_str(path);
+    if !path.is_empty() {
+        s.push('.');
     }
+    s.push_str(name);
+    s
 }
 
 /// `path[i]`.
 pub(crate) fn index(path: &str, i: usize) -> String {
-    format!("{path}[{i}]")
+    let mut s = String::with_capacity(path.len() + 6);
+    s.push_str(path);
+    s.push('[');
+    push_decimal(&mut s, i);
+    s.push(']');
+    s
 }
 
-/// `path[key]`.
-pub(crate) fn key(path: &str, k: &str) -> String {
-    format!("{path}[{k}]")
+/// `path[key]` (a map entry, as upstream's `field.Path.Key` prints it).
+pub(crate) fn key(path: &str, key: &str) -> String {
+    let mut s = String::with_capacity(path.len() + 2 + key.len());
+    s.push_str(path);
+    s.push('[');
+    s.push_str(key);
+    s.push(']');
+    s
+}
+
+fn push_decimal(s: &mut String, i: usize) {
+    if i >= 10 {
+        push_decimal(s, i / 10);
+    }
+    s.extend(char::from_digit((i % 10) as u32, 10));
 }
 
 /// The JSON type name upstream's schema validation reports.
@@ -1016,6 +1038,21 @@ mod tests {
 
     fn accept_all(_: &str, _: bool) -> Vec<String> {
         Vec::new()
+    }
+
+    #[test]
+    fn paths_print_as_upstreams_field_path() {
+        assert_eq!(child("", "spec"), "spec");
+        assert_eq!(child("spec", "containers"), "spec.containers");
+        for (i, want) in [(0, "c[0]"), (7, "c[7]"), (10, "c[10]"), (1203, "c[1203]")] {
+            assert_eq!(index("c", i), want);
+        }
+        assert_eq!(index("", 3), "[3]");
+        assert_eq!(key("data", "a.b"), "data[a.b]");
+        assert_eq!(
+            index(&key(&child("metadata", "labels"), "k"), usize::MAX),
+            format!("metadata.labels[k][{}]", usize::MAX)
+        );
     }
 
     #[test]

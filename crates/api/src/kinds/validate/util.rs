@@ -27,19 +27,15 @@ impl P {
     }
 
     pub(crate) fn child(&self, name: &str) -> P {
-        if self.0.is_empty() {
-            P(name.to_string())
-        } else {
-            P(format!("{}.{name}", self.0))
-        }
+        P(crate::validation::objectmeta::child(&self.0, name))
     }
 
     pub(crate) fn index(&self, i: usize) -> P {
-        P(format!("{}[{i}]", self.0))
+        P(crate::validation::objectmeta::index(&self.0, i))
     }
 
     pub(crate) fn key(&self, k: &str) -> P {
-        P(format!("{}[{k}]", self.0))
+        P(crate::validation::objectmeta::key(&self.0, k))
     }
 
     pub(crate) fn as_str(&self) -> &str {
