@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ListParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -42,16 +42,16 @@ impl kube::Resource for WatchedPod {
     type Scope = k8s_openapi::NamespaceResourceScope;
 
     fn kind(_: &()) -> std::borrow::Cow<'_, str> {
-        "Pod".into()
+        <Pod as k8s_openapi::Resource>::KIND.into()
     }
     fn group(_: &()) -> std::borrow::Cow<'_, str> {
-        "".into()
+        <Pod as k8s_openapi::Resource>::GROUP.into()
     }
     fn version(_: &()) -> std::borrow::Cow<'_, str> {
-        "v1".into()
+        <Pod as k8s_openapi::Resource>::VERSION.into()
     }
     fn plural(_: &()) -> std::borrow::Cow<'_, str> {
-        "pods".into()
+        <Pod as k8s_openapi::Resource>::URL_PATH_SEGMENT.into()
     }
     fn meta(&self) -> &ObjectMeta {
         &self.metadata

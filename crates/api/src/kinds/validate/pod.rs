@@ -2589,12 +2589,22 @@ fn spec_diff(old: Option<&Value>, new: Option<&Value>, path: &str, out: &mut Vec
         (Some(Value::Object(o)), Some(Value::Object(n))) => {
             let keys: BTreeSet<&String> = o.keys().chain(n.keys()).collect();
             for k in keys {
-                spec_diff(o.get(k), n.get(k), &format!("{path}.{k}"), out);
+                spec_diff(
+                    o.get(k),
+                    n.get(k),
+                    &crate::validation::objectmeta::child(path, k),
+                    out,
+                );
             }
         }
         (Some(Value::Array(o)), Some(Value::Array(n))) if o.len() == n.len() => {
             for (i, (a, b)) in o.iter().zip(n).enumerate() {
-                spec_diff(Some(a), Some(b), &format!("{path}[{i}]"), out);
+                spec_diff(
+                    Some(a),
+                    Some(b),
+                    &crate::validation::objectmeta::index(path, i),
+                    out,
+                );
             }
         }
         _ => {
