@@ -1,7 +1,7 @@
 //! An in-memory [`Cluster`] for plugin tests.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use api::ApiError;
 use api::status::GroupResource;
@@ -75,8 +75,8 @@ impl Cluster for FakeCluster {
         plural: &str,
         namespace: &str,
         name: &str,
-    ) -> Result<Option<Value>, ApiError> {
-        Ok(self.object(group, plural, namespace, name))
+    ) -> Result<Option<Arc<Value>>, ApiError> {
+        Ok(self.object(group, plural, namespace, name).map(Arc::new))
     }
 
     async fn list(
@@ -84,7 +84,7 @@ impl Cluster for FakeCluster {
         group: &str,
         plural: &str,
         namespace: &str,
-    ) -> Result<Vec<Value>, ApiError> {
+    ) -> Result<Vec<Arc<Value>>, ApiError> {
         Ok(self
             .objects
             .lock()
@@ -93,7 +93,7 @@ impl Cluster for FakeCluster {
             .filter(|((g, p, ns, _), _)| {
                 g == group && p == plural && (namespace.is_empty() || ns == namespace)
             })
-            .map(|(_, v)| v.clone())
+            .map(|(_, v)| Arc::new(v.clone()))
             .collect())
     }
 

@@ -17,6 +17,8 @@ pub mod plugins;
 pub mod policy;
 pub mod webhook;
 
+use std::sync::Arc;
+
 use api::ApiError;
 use serde_json::Value;
 
@@ -213,13 +215,15 @@ pub trait Plugin: Send + Sync {
 #[async_trait::async_trait]
 pub trait Cluster: Send + Sync {
     /// The object `group`/`plural` `namespace`/`name` (namespace "" for cluster-scoped).
+    /// Shared, not copied: plugins read cluster objects on every request, and the
+    /// registry hands out one parsed copy per object revision.
     async fn get(
         &self,
         group: &str,
         plural: &str,
         namespace: &str,
         name: &str,
-    ) -> Result<Option<Value>, ApiError>;
+    ) -> Result<Option<Arc<Value>>, ApiError>;
 
     /// Every object of `group`/`plural` in `namespace` ("" = all namespaces or
     /// cluster-scoped).
@@ -228,7 +232,7 @@ pub trait Cluster: Send + Sync {
         group: &str,
         plural: &str,
         namespace: &str,
-    ) -> Result<Vec<Value>, ApiError>;
+    ) -> Result<Vec<Arc<Value>>, ApiError>;
 
     /// The served resource of `group`/`version` `kind`: its plural and whether it is
     /// namespaced (for a policy's `paramKind`).

@@ -323,9 +323,9 @@ pub fn quota_counts(quota: &Value, group: &str, plural: &str) -> bool {
 /// has one entry per hard resource, the sum over the objects of the quota's namespace
 /// (`objects` per (group, plural), already that namespace's) that its scopes track.
 /// `charged` says whether a pod is still charged (upstream's `QuotaV1Pod` clock check).
-pub fn recount(
+pub fn recount<V: std::borrow::Borrow<Value>>(
     quota: &Value,
-    objects: &BTreeMap<(String, String), Vec<Value>>,
+    objects: &BTreeMap<(String, String), Vec<V>>,
     charged: &dyn Fn(&Value) -> bool,
 ) -> Value {
     let hard = resource_list(&quota["spec"]["hard"]);
@@ -336,6 +336,7 @@ pub fn recount(
             .get(&(group.clone(), plural.clone()))
             .into_iter()
             .flatten()
+            .map(V::borrow)
             .filter(|o| quota_tracks(quota, &group, &plural, o))
             .filter_map(|o| {
                 usage_of(&group, &plural, o, charged(o))

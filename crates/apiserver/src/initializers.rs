@@ -131,7 +131,7 @@ impl Initializers {
             .list(GROUP, PLURAL, "")
             .await?
             .into_iter()
-            .filter_map(|v| serde_json::from_value(v).ok())
+            .filter_map(|v| serde::Deserialize::deserialize(&*v).ok())
             .collect();
         let mut names = requested;
         for n in configured(

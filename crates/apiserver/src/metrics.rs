@@ -1,6 +1,6 @@
 //! `/metrics`: Prometheus text with upstream's request metrics.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -23,15 +23,20 @@ struct Histogram {
     count: u64,
 }
 
-/// (verb, group, version, resource, subresource, scope).
-type RequestKey = (String, String, String, String, String, String);
+/// One request series: its counts by response code and its latencies.
+#[derive(Default)]
+struct Series {
+    codes: Vec<(u16, u64)>,
+    /// Empty for watches (upstream does not time them).
+    latency: Histogram,
+}
 
 #[derive(Default)]
 struct Inner {
-    /// (request key, code) → count.
-    requests: BTreeMap<(RequestKey, u16), u64>,
-    /// request key → latency.
-    durations: BTreeMap<RequestKey, Histogram>,
+    /// Series by their labels as printed (component, dry_run, group, resource, scope,
+    /// subresource, verb, version): a request finds its series with one string built and
+    /// one hash lookup.
+    requests: HashMap<String, Series>,
     /// (group, version, kind) → open watches.
     watches: BTreeMap<(String, String, String), i64>,
 }
@@ -66,9 +71,29 @@ fn scope(info: &RequestInfo) -> &'static str {
     }
 }
 
-/// Upstream reports verbs in upper case, with WATCH and LIST distinguished.
-fn verb(info: &RequestInfo) -> String {
-    info.verb.to_ascii_uppercase()
+/// The verb a request is counted under, as upstream's `cleanVerb`: the HTTP method, with
+/// LIST told from GET and WATCH from both, APPLY from PATCH (`apply` says whether the
+/// body is an apply patch), and CONNECT for the streaming subresources.
+pub fn reported_verb(info: &RequestInfo, apply: bool) -> &'static str {
+    if info.is_resource_request
+        && matches!(
+            info.subresource.as_str(),
+            "log" | "exec" | "portforward" | "attach" | "proxy"
+        )
+    {
+        return "CONNECT";
+    }
+    match info.verb.as_str() {
+        "watch" => "WATCH",
+        "list" => "LIST",
+        "get" | "head" => "GET",
+        "create" | "post" => "POST",
+        "update" | "put" => "PUT",
+        "patch" if apply => "APPLY",
+        "patch" => "PATCH",
+        "delete" | "deletecollection" => "DELETE",
+        _ => "other",
+    }
 }
 
 impl Metrics {
@@ -79,19 +104,28 @@ impl Metrics {
         }
     }
 
-    pub fn observe(&self, info: &RequestInfo, code: u16, elapsed: Duration) {
-        let key: RequestKey = (
-            verb(info),
-            info.api_group.clone(),
-            info.api_version.clone(),
-            info.resource.clone(),
-            info.subresource.clone(),
-            scope(info).to_string(),
+    /// Counts and times a request; `verb` is its [`reported_verb`].
+    pub fn observe(&self, info: &RequestInfo, verb: &str, code: u16, elapsed: Duration) {
+        let labels = format!(
+            "component=\"apiserver\",dry_run=\"\",group=\"{}\",resource=\"{}\",scope=\"{}\",subresource=\"{}\",verb=\"{}\",version=\"{}\"",
+            info.api_group,
+            info.resource,
+            scope(info),
+            info.subresource,
+            verb,
+            info.api_version,
         );
         let mut inner = self.lock();
-        *inner.requests.entry((key.clone(), code)).or_default() += 1;
+        let series = match inner.requests.get_mut(&labels) {
+            Some(s) => s,
+            None => inner.requests.entry(labels).or_default(),
+        };
+        match series.codes.iter_mut().find(|(c, _)| *c == code) {
+            Some((_, n)) => *n += 1,
+            None => series.codes.push((code, 1)),
+        }
         if info.verb != "watch" {
-            let h = inner.durations.entry(key).or_default();
+            let h = &mut series.latency;
             if h.counts.is_empty() {
                 h.counts = vec![0; BUCKETS.len()];
             }
@@ -143,16 +177,22 @@ impl Metrics {
         let mut out = self.sources_text();
         let inner = self.lock();
         out.push_str("# HELP apiserver_request_total Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.\n# TYPE apiserver_request_total counter\n");
-        for (((verb, group, version, resource, sub, scope), code), n) in &inner.requests {
-            out.push_str(&format!(
-                "apiserver_request_total{{code=\"{code}\",component=\"apiserver\",dry_run=\"\",group=\"{group}\",resource=\"{resource}\",scope=\"{scope}\",subresource=\"{sub}\",verb=\"{verb}\",version=\"{version}\"}} {n}\n"
-            ));
+        let mut series: Vec<(&String, &Series)> = inner.requests.iter().collect();
+        series.sort_unstable_by_key(|(labels, _)| *labels);
+        for (labels, s) in &series {
+            let mut codes = s.codes.clone();
+            codes.sort_unstable();
+            for (code, n) in codes {
+                out.push_str(&format!(
+                    "apiserver_request_total{{code=\"{code}\",{labels}}} {n}\n"
+                ));
+            }
         }
         out.push_str("# HELP apiserver_request_duration_seconds Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.\n# TYPE apiserver_request_duration_seconds histogram\n");
-        for ((verb, group, version, resource, sub, scope), h) in &inner.durations {
-            let labels = format!(
-                "component=\"apiserver\",dry_run=\"\",group=\"{group}\",resource=\"{resource}\",scope=\"{scope}\",subresource=\"{sub}\",verb=\"{verb}\",version=\"{version}\""
-            );
+        for (labels, h) in series.iter().map(|(l, s)| (l, &s.latency)) {
+            if h.count == 0 {
+                continue;
+            }
             for (i, b) in BUCKETS.iter().enumerate() {
                 out.push_str(&format!(
                     "apiserver_request_duration_seconds_bucket{{{labels},le=\"{b}\"}} {}\n",
@@ -254,5 +294,67 @@ impl Metrics {
             gauge(&mut out, name, help, value);
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use http::Method;
+
+    use super::*;
+
+    fn reported(method: Method, path: &str, query: &[(&str, &str)], apply: bool) -> &'static str {
+        let query: Vec<(String, String)> = query
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        reported_verb(&RequestInfo::parse(&method, path, &query), apply)
+    }
+
+    #[test]
+    fn verbs_are_reported_as_upstreams_clean_verb() {
+        let pods = "/api/v1/namespaces/default/pods";
+        let pod = "/api/v1/namespaces/default/pods/p";
+        for (method, path, query, apply, want) in [
+            (Method::POST, pods, &[][..], false, "POST"),
+            (Method::GET, pods, &[], false, "LIST"),
+            (Method::GET, pods, &[("watch", "true")], false, "WATCH"),
+            (Method::GET, pod, &[], false, "GET"),
+            (Method::HEAD, pod, &[], false, "GET"),
+            (Method::PUT, pod, &[], false, "PUT"),
+            (Method::PATCH, pod, &[], false, "PATCH"),
+            (Method::PATCH, pod, &[], true, "APPLY"),
+            (Method::DELETE, pod, &[], false, "DELETE"),
+            (Method::DELETE, pods, &[], false, "DELETE"),
+            (
+                Method::POST,
+                "/api/v1/namespaces/default/pods/p/binding",
+                &[],
+                false,
+                "POST",
+            ),
+            (
+                Method::POST,
+                "/api/v1/namespaces/default/pods/p/exec",
+                &[],
+                false,
+                "CONNECT",
+            ),
+            (
+                Method::GET,
+                "/api/v1/namespaces/default/pods/p/log",
+                &[],
+                false,
+                "CONNECT",
+            ),
+            (Method::GET, "/healthz", &[], false, "GET"),
+            (Method::OPTIONS, "/healthz", &[], false, "other"),
+        ] {
+            assert_eq!(
+                reported(method.clone(), path, query, apply),
+                want,
+                "{method} {path}"
+            );
+        }
     }
 }

@@ -143,6 +143,21 @@ async fn reads_writes_and_watches_with_a_client_certificate() {
                 && l.contains("verb=\"WATCH\"")),
         "{metrics}"
     );
+    // As upstream prints them: the code first, then the labels in order; a series per
+    // code; creates (not watches) timed, whatever their code (two made, one refused).
+    let labels = "component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"configmaps\",scope=\"namespace\",subresource=\"\",verb=\"POST\",version=\"v1\"";
+    for line in [
+        format!("apiserver_request_total{{code=\"201\",{labels}}} 2"),
+        format!("apiserver_request_total{{code=\"409\",{labels}}} 1"),
+        format!("apiserver_request_duration_seconds_count{{{labels}}} 3"),
+        format!("apiserver_request_duration_seconds_bucket{{{labels},le=\"+Inf\"}} 3"),
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "no {line} in {metrics}");
+    }
+    assert!(
+        !metrics.contains("apiserver_request_duration_seconds_count{component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"configmaps\",scope=\"namespace\",subresource=\"\",verb=\"WATCH\""),
+        "{metrics}"
+    );
 }
 
 /// A watch whose client reads late gets the burst queued for it (sent as fewer, bigger

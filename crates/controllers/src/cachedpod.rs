@@ -14,12 +14,11 @@
 //! Controllers read it as they would read a `Pod` (`pod.spec.as_ref()?.node_name`), and
 //! what they create or write is never built from it.
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::{
-    Affinity, ContainerPort, ContainerState, HostIP, PersistentVolumeClaimVolumeSource, Pod,
+    Affinity, ContainerPort, ContainerState, HostIP, PersistentVolumeClaimVolumeSource,
     PodCondition, PodIP, ResourceRequirements, Toleration,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -34,7 +33,10 @@ pub struct CachedPod {
     api_version: V1,
     #[serde(default)]
     kind: PodKind,
-    #[serde(default, deserialize_with = "crate::leanmeta::without_managed_fields")]
+    #[serde(
+        default,
+        deserialize_with = "runtime::leanmeta::without_managed_fields"
+    )]
     pub metadata: ObjectMeta,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec: Option<PodSpec>,
@@ -314,39 +316,8 @@ pub struct ContainerStatus {
     pub state: Option<ContainerState>,
 }
 
-/// The `v1` `pods` resource, named as `k8s_openapi`'s `Pod` names it.
-impl kube::Resource for CachedPod {
-    type DynamicType = ();
-    type Scope = k8s_openapi::NamespaceResourceScope;
-
-    fn kind(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(<Pod as k8s_openapi::Resource>::KIND)
-    }
-
-    fn group(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(<Pod as k8s_openapi::Resource>::GROUP)
-    }
-
-    fn version(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(<Pod as k8s_openapi::Resource>::VERSION)
-    }
-
-    fn api_version(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(<Pod as k8s_openapi::Resource>::API_VERSION)
-    }
-
-    fn plural(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(<Pod as k8s_openapi::Resource>::URL_PATH_SEGMENT)
-    }
-
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+// The `v1` `pods` resource, named as `k8s_openapi`'s `Pod` names it.
+runtime::pod_resource!(CachedPod, |p| p.metadata);
 
 #[cfg(test)]
 mod tests {

@@ -28,7 +28,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::gc::{self, Change, Decision, Graph, Identity, Meta, OwnerRef, OwnerState, Uid, Work};
-use crate::leanmeta::LeanObject;
+use runtime::leanmeta::LeanObject;
 
 /// Why one attempt failed (it is retried, rate-limited).
 #[derive(Debug, thiserror::Error)]

@@ -16,7 +16,6 @@ pub mod gcloop;
 pub mod history;
 pub mod informers;
 pub mod job;
-pub mod leanmeta;
 pub mod namespace;
 pub mod nodeipam;
 pub mod nodelifecycle;

@@ -389,6 +389,30 @@ pub(crate) fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
+/// What a controller reads of a pod it created: its generated name. The rest of the
+/// server's answer (the whole pod, managedFields included) is skipped unread; the pod
+/// itself arrives through the informer.
+#[derive(serde::Deserialize)]
+struct CreatedPod {
+    metadata: CreatedName,
+}
+
+#[derive(serde::Deserialize)]
+struct CreatedName {
+    #[serde(default)]
+    name: String,
+}
+
+/// Creates a pod in `ns` from its encoded `body`; the created pod's name.
+async fn create_pod(client: &Client, ns: &str, body: Vec<u8>) -> Result<String, kube::Error> {
+    use kube::Resource as _;
+    let req = kube::core::Request::new(Pod::url_path(&(), Some(ns)))
+        .create(&PostParams::default(), body)
+        .map_err(kube::Error::BuildRequest)?;
+    let created: CreatedPod = client.request(req).await?;
+    Ok(created.metadata.name)
+}
+
 /// One `syncReplicaSet`.
 async fn sync(s: &Shared, key: &str) -> Result<(), kube::Error> {
     let (ns, name) = key.split_once('/').unwrap_or(("", key));
@@ -424,8 +448,11 @@ async fn sync(s: &Shared, key: &str) -> Result<(), kube::Error> {
             Manage::Create(n) => {
                 tracing::debug!(%key, create = n, owned = claim.owned.len(), "scaling up");
                 s.expectations().expect_creations(key, n, Instant::now());
-                let pod: Pod = match serde_json::from_value(replicaset::new_pod(&rs)) {
-                    Ok(p) => p,
+                // Encoded once for every pod of the sync (they are all alike).
+                let body = serde_json::from_value::<Pod>(replicaset::new_pod(&rs))
+                    .and_then(|p| serde_json::to_vec(&p));
+                let body = match body {
+                    Ok(b) => b,
                     Err(e) => {
                         s.expectations().lower_creations(key, n);
                         tracing::warn!(error = %e, "invalid pod template");
@@ -433,22 +460,19 @@ async fn sync(s: &Shared, key: &str) -> Result<(), kube::Error> {
                     }
                 };
                 let mut created = 0;
-                let post = PostParams::default();
                 for batch in replicaset::slow_start_batches(n, 1) {
-                    let results =
-                        futures::future::join_all((0..batch).map(|_| pods_api.create(&post, &pod)))
-                            .await;
+                    let results = futures::future::join_all(
+                        (0..batch).map(|_| create_pod(&s.writer, ns, body.clone())),
+                    )
+                    .await;
                     let mut failures: Vec<String> = Vec::new();
                     for r in results {
                         match r {
-                            Ok(p) => s.events.event(
+                            Ok(name) => s.events.event(
                                 &rs_ref,
                                 EventType::Normal,
                                 "SuccessfulCreate",
-                                &format!(
-                                    "Created pod: {}",
-                                    p.metadata.name.as_deref().unwrap_or_default()
-                                ),
+                                &format!("Created pod: {name}"),
                             ),
                             Err(e) => {
                                 let msg = match &e {

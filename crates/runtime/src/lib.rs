@@ -17,12 +17,16 @@
 //! - [`connect::ClientSource`]: how a component makes its API clients, over HTTPS from a
 //!   kubeconfig or through an in-process [`connect::Connector`] to an API server in the
 //!   same process, with the same identity either way.
+//! - [`leanmeta`]: object metadata decoded from watch streams without `managedFields`
+//!   (which no controller, scheduler or simulated node reads), and
+//!   [`leanmeta::LeanObject`], a metadata-only object of any resource.
 
 pub mod connect;
 pub mod events;
 pub mod expectations;
 mod https;
 pub mod leaderelection;
+pub mod leanmeta;
 pub mod ratelimit;
 pub mod workqueue;
 

@@ -18,6 +18,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource};
 use runtime::events::{EventType, Recorder};
+use runtime::leanmeta::LeanPod;
 use serde_json::json;
 use tokio::sync::{Notify, Semaphore};
 
@@ -109,7 +110,12 @@ pub fn start(
         Api::<Node>::all(client.clone()),
         on_node,
     );
-    spawn_watch(Arc::clone(&sched), Api::<Pod>::all(client.clone()), on_pod);
+    // Pods are decoded without their managedFields, which the scheduler never reads.
+    spawn_watch(
+        Arc::clone(&sched),
+        Api::<LeanPod>::all(client.clone()),
+        on_pod,
+    );
     spawn_watch(
         Arc::clone(&sched),
         Api::<Service>::all(client.clone()),
@@ -228,7 +234,7 @@ fn on_node(s: &Scheduler, c: Change<Node>) {
     }
 }
 
-fn on_pod(s: &Scheduler, c: Change<Pod>) {
+fn on_pod(s: &Scheduler, c: Change<LeanPod>) {
     let mut st = s.lock();
     let now = Instant::now();
     match c {

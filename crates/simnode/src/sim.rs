@@ -18,6 +18,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::{WatchStreamExt, watcher};
+use runtime::leanmeta::LeanPod;
 use runtime::workqueue::WorkQueue;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
@@ -413,7 +414,8 @@ async fn watch_nodes(sim: Arc<Sim>) {
 /// Follows every bound pod; those on our nodes get an entry and are queued when there is
 /// something to write.
 async fn watch_pods(sim: Arc<Sim>) {
-    let api: Api<Pod> = Api::all(sim.client.clone());
+    // Decoded without managedFields, which a kubelet does not read.
+    let api: Api<LeanPod> = Api::all(sim.client.clone());
     let config = watcher::Config::default().fields("spec.nodeName!=");
     let stream = watcher(api, config).default_backoff();
     let mut stream = std::pin::pin!(stream);

@@ -5,6 +5,8 @@
 //! `max` or beyond `maxLimitRequestRatio`, and claims whose storage request is outside a
 //! `PersistentVolumeClaim` item's `min`/`max`, are refused with upstream's messages.
 
+use std::borrow::Borrow;
+
 use api::ApiError;
 use api::kinds::validate::quantity::Quantity;
 use serde_json::{Map, Value, json};
@@ -18,9 +20,9 @@ pub struct LimitRanger;
 
 /// The `Container` items of the namespace's LimitRanges, with upstream's LimitRange
 /// defaulting applied (`default` from `max`, `defaultRequest` from `default` then `min`).
-fn container_limits(ranges: &[Value]) -> Vec<Map<String, Value>> {
+fn container_limits(ranges: &[impl Borrow<Value>]) -> Vec<Map<String, Value>> {
     let mut out = Vec::new();
-    for lr in ranges {
+    for lr in ranges.iter().map(Borrow::borrow) {
         for item in lr["spec"]["limits"].as_array().into_iter().flatten() {
             if item["type"] != "Container" {
                 continue;
@@ -229,7 +231,7 @@ fn pod_totals(pod: &Value, kind: &str) -> Map<String, Value> {
 
 /// Every violation of a pod against the `Container` and `Pod` items of `ranges`, in
 /// upstream's order (per item: containers, init containers, then the pod's totals).
-fn pod_violations(pod: &Value, ranges: &[Value]) -> Vec<String> {
+fn pod_violations(pod: &Value, ranges: &[impl Borrow<Value>]) -> Vec<String> {
     let mut errs = Vec::new();
     for item in limit_items(ranges) {
         match item.get("type").and_then(Value::as_str) {
@@ -259,7 +261,7 @@ fn pod_violations(pod: &Value, ranges: &[Value]) -> Vec<String> {
 
 /// The violations of a PersistentVolumeClaim's requests (upstream's
 /// `PersistentVolumeClaimValidateLimitFunc`: min on the request, max on the request).
-fn pvc_violations(pvc: &Value, ranges: &[Value]) -> Vec<String> {
+fn pvc_violations(pvc: &Value, ranges: &[impl Borrow<Value>]) -> Vec<String> {
     let requests = pvc["spec"]["resources"]["requests"]
         .as_object()
         .cloned()
@@ -300,10 +302,11 @@ fn pvc_violations(pvc: &Value, ranges: &[Value]) -> Vec<String> {
     errs
 }
 
-fn limit_items(ranges: &[Value]) -> Vec<Map<String, Value>> {
+fn limit_items(ranges: &[impl Borrow<Value>]) -> Vec<Map<String, Value>> {
     ranges
         .iter()
-        .flat_map(|lr| lr["spec"]["limits"].as_array().into_iter().flatten())
+        .map(Borrow::borrow)
+        .flat_map(|lr: &Value| lr["spec"]["limits"].as_array().into_iter().flatten())
         .filter_map(|i| i.as_object().cloned())
         .collect()
 }

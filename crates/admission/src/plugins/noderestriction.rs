@@ -501,7 +501,7 @@ async fn existing_pod(
     a: &Attributes,
     name: &str,
     cluster: &dyn Cluster,
-) -> Result<Value, ApiError> {
+) -> Result<Arc<Value>, ApiError> {
     cluster
         .get("", "pods", &a.namespace, name)
         .await?

@@ -3,6 +3,8 @@
 //! may not be set to anything else by hand; updates keep them. At most one PriorityClass is
 //! the global default.
 
+use std::sync::Arc;
+
 use api::ApiError;
 use serde_json::{Value, json};
 
@@ -41,7 +43,7 @@ pub fn system_class(name: &str, value: i64, description: &str) -> Value {
 pub struct Priority;
 
 /// The global default class: the one with the lowest value if several claim it.
-async fn default_class(cluster: &dyn Cluster) -> Result<Option<Value>, ApiError> {
+async fn default_class(cluster: &dyn Cluster) -> Result<Option<Arc<Value>>, ApiError> {
     let classes = cluster.list(GROUP, PLURAL, "").await?;
     Ok(classes
         .into_iter()

@@ -111,7 +111,7 @@ impl ResourceQuota {
                 if a.dry_run {
                     continue;
                 }
-                let mut updated = quota.clone();
+                let mut updated = (*quota).clone();
                 updated["status"] = json!({
                     "hard": quota["spec"]["hard"].clone(),
                     "used": new_used.iter().map(|(k, v)| (k.clone(), json!(v.canonical()))).collect::<serde_json::Map<_, _>>(),

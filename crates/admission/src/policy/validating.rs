@@ -410,7 +410,8 @@ async fn params_of(
     }
     Ok(found
         .into_iter()
-        .map(|mut p| {
+        .map(|p| {
+            let mut p = Arc::unwrap_or_clone(p);
             if p["apiVersion"].is_null() {
                 p["apiVersion"] = json!(api_version);
                 p["kind"] = json!(kind);
@@ -569,6 +570,7 @@ impl Plugin for ValidatingAdmissionPolicy {
             let policy_name = api::meta::name(policy_obj).unwrap_or_default();
             let mine: Vec<&Value> = bindings
                 .iter()
+                .map(|b| &**b)
                 .filter(|b| b["spec"]["policyName"] == policy_name)
                 .collect();
             if mine.is_empty() {

@@ -161,8 +161,8 @@ fn hook(configuration: &str, uid: String, w: &Value) -> Hook {
 }
 
 /// The webhooks of `configurations`, configurations sorted by name, webhooks in order.
-pub fn hooks_of(configurations: &[Value]) -> Vec<Hook> {
-    let mut sorted: Vec<&Value> = configurations.iter().collect();
+pub fn hooks_of(configurations: &[impl std::borrow::Borrow<Value>]) -> Vec<Hook> {
+    let mut sorted: Vec<&Value> = configurations.iter().map(|c| c.borrow()).collect();
     sorted.sort_by_key(|c| api::meta::name(c).unwrap_or_default().to_string());
     let mut out = Vec::new();
     for c in sorted {

@@ -160,6 +160,11 @@ impl Server {
         let path = req.uri().path().to_string();
         let query = Query::parse(req.uri().query());
         let info = RequestInfo::parse(req.method(), &path, &query.0);
+        let apply = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .is_some_and(|t| t.as_bytes().starts_with(b"application/apply-patch"));
+        let verb = crate::metrics::reported_verb(&info, apply);
         let user = match self.authn.authenticate(req.headers(), &peer) {
             Ok(u) => {
                 // Upstream's filter: credentials are not for the handlers.
@@ -179,7 +184,7 @@ impl Server {
                 self.audit_start(audit, &req, &info, &UserInfo::default(), None, &peer);
                 let r = error_response(&ApiError::unauthorized());
                 self.metrics
-                    .observe(&info, r.status().as_u16(), started.elapsed());
+                    .observe(&info, verb, r.status().as_u16(), started.elapsed());
                 return r;
             }
         };
@@ -190,7 +195,7 @@ impl Server {
                 self.audit_start(audit, &req, &info, &requestor, None, &peer);
                 let r = error_response(&e);
                 self.metrics
-                    .observe(&info, r.status().as_u16(), started.elapsed());
+                    .observe(&info, verb, r.status().as_u16(), started.elapsed());
                 return r;
             }
         };
@@ -234,7 +239,7 @@ impl Server {
         }
         if let Some(r) = decision {
             self.metrics
-                .observe(&info, r.status().as_u16(), started.elapsed());
+                .observe(&info, verb, r.status().as_u16(), started.elapsed());
             return r;
         }
         let span = tracing::info_span!(
@@ -285,7 +290,7 @@ impl Server {
             crate::audit::Auditor::annotate(record, annotations);
         }
         let code = resp.status().as_u16();
-        self.metrics.observe(&info, code, started.elapsed());
+        self.metrics.observe(&info, verb, code, started.elapsed());
         tracing::debug!(
             parent: &span,
             code,

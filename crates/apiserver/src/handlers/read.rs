@@ -517,14 +517,14 @@ fn partial_metadata(json: &[u8], out: &mut BytesMut) {
 fn encode_event(
     r: &Resource,
     kind: EventType,
-    obj: &CachedObject,
+    obj: &Arc<CachedObject>,
     accept: Accept,
     query: &Query,
     first: &mut bool,
 ) -> Result<Bytes, ApiError> {
     let stored_form = !convert::needs_conversion(&r.info);
     if stored_form && matches!(accept, Accept::Json | Accept::PartialMetadata) {
-        let json = obj.json();
+        let json = obj.shared_json();
         let mut out = BytesMut::with_capacity(json.len() + 32);
         out.extend_from_slice(format!("{{\"type\":\"{}\",\"object\":", kind.as_str()).as_bytes());
         if accept == Accept::Json {

@@ -169,6 +169,14 @@ fn written_response(
     } else {
         StatusCode::OK
     };
+    if accept == crate::http::Accept::Json
+        && let Some(json) = w.json
+    {
+        let mut resp =
+            crate::http::with_content_type(super::bytes_response(status, json), "application/json");
+        crate::http::add_warnings(&mut resp, &w.warnings);
+        return Ok(resp);
+    }
     object_response(r, status, &w.object, accept, query, &w.warnings)
 }
 
@@ -220,6 +228,8 @@ pub(super) async fn create(
         && api::kinds::initializers::is_uninitialized(&w.object)
     {
         w.object = wait_initialized(r, &w.object).await?;
+        // The response is the initialized object, not the bytes first written.
+        w.json = None;
     }
     written_response(r, w, &headers, query)
 }

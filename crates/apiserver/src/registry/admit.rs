@@ -9,7 +9,7 @@ use admission::{Attributes, Gvk, Operation};
 use api::ApiError;
 use serde_json::{Value, json};
 
-use super::{Precondition, Registry, Resource, WriteOptions, convert};
+use super::{Precondition, Registry, Resource, WriteOptions};
 
 /// What the registry knows of a write, for [`Registry::admission_attributes`].
 pub struct Write<'a> {
@@ -189,7 +189,7 @@ impl Registry {
         .await
     }
 
-    fn system_options() -> WriteOptions {
+    pub(crate) fn system_options() -> WriteOptions {
         WriteOptions {
             user: auth::UserInfo::new(
                 auth::attributes::APISERVER_USER,
@@ -215,14 +215,11 @@ impl admission::Cluster for Registry {
         plural: &str,
         namespace: &str,
         name: &str,
-    ) -> Result<Option<Value>, ApiError> {
+    ) -> Result<Option<Arc<Value>>, ApiError> {
         let r = self.resource_of(group, plural)?;
         let ns = (!namespace.is_empty()).then_some(namespace);
         let key = r.info.key(ns, name);
-        Ok(r.cacher
-            .get(&key)
-            .and_then(|o| o.value())
-            .map(|v| convert::from_storage(&r.info, v)))
+        Ok(r.cacher.get(&key).and_then(|o| r.parsed(&o)))
     }
 
     async fn list(
@@ -230,7 +227,7 @@ impl admission::Cluster for Registry {
         group: &str,
         plural: &str,
         namespace: &str,
-    ) -> Result<Vec<Value>, ApiError> {
+    ) -> Result<Vec<Arc<Value>>, ApiError> {
         let r = self.resource_of(group, plural)?;
         let under = if namespace.is_empty() {
             format!("{}/", r.info.storage_prefix)
@@ -238,11 +235,15 @@ impl admission::Cluster for Registry {
             format!("{}/{namespace}/", r.info.storage_prefix)
         };
         let (items, _) = r.cacher.list(&|_| true, &under);
-        Ok(items
-            .iter()
-            .filter_map(|o| o.value())
-            .map(|v| convert::from_storage(&r.info, v))
-            .collect())
+        // A list bigger than the memo (PodSecurity's of a namespace's pods) would only
+        // push out what it holds.
+        if items.len() > super::PARSED_PER_RESOURCE / 2 {
+            return Ok(items
+                .iter()
+                .filter_map(|o| r.parse(o).map(Arc::new))
+                .collect());
+        }
+        Ok(items.iter().filter_map(|o| r.parsed(o)).collect())
     }
 
     async fn resource_for_kind(

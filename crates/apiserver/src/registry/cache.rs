@@ -302,6 +302,43 @@ impl CachedObject {
         self.body.json()
     }
 
+    /// The object's JSON, decompressed once for the watchers that send it one after
+    /// another: every watcher of a resource encodes each of its events, and a pod event
+    /// has half a dozen (the controller manager's informers, the scheduler, kubelets).
+    /// The last few objects decompressed on this thread are kept with their JSON (at most
+    /// 16 of at most 64 KiB each); a `Weak` pins each one's allocation, so an address is
+    /// never mistaken for another's.
+    pub fn shared_json(self: &Arc<Self>) -> Bytes {
+        const RECENT: usize = 16;
+        // Big objects (a large ConfigMap) are decompressed for each watcher instead.
+        const MAX_KEPT: usize = 64 << 10;
+        thread_local! {
+            static DECOMPRESSED: std::cell::RefCell<VecDeque<(Weak<CachedObject>, Bytes)>> =
+                const { std::cell::RefCell::new(VecDeque::new()) };
+        }
+        if let Body::Plain(b) = &self.body {
+            return b.clone();
+        }
+        DECOMPRESSED.with(|recent| {
+            let Ok(mut recent) = recent.try_borrow_mut() else {
+                return self.json();
+            };
+            let me = Arc::as_ptr(self);
+            if let Some((_, json)) = recent.iter().find(|(w, _)| std::ptr::eq(w.as_ptr(), me)) {
+                return json.clone();
+            }
+            let json = self.json();
+            if json.len() > MAX_KEPT {
+                return json;
+            }
+            if recent.len() >= RECENT {
+                recent.pop_front();
+            }
+            recent.push_back((Arc::downgrade(self), json.clone()));
+            json
+        })
+    }
+
     pub fn value(&self) -> Option<Value> {
         serde_json::from_slice(&self.json()).ok()
     }

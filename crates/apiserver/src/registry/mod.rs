@@ -104,7 +104,15 @@ pub struct Resource {
     pub cacher: Arc<Cacher>,
     /// Table columns of a custom resource (from its CRD's additionalPrinterColumns).
     pub columns: Option<printers::CustomColumns>,
+    /// Cached objects as admission reads them: parsed and converted to this version once
+    /// per revision.
+    parsed: crate::memo::ParsedMemo<PARSED_PER_RESOURCE>,
 }
+
+/// How many parsed objects a resource keeps for admission's reads (the few each request
+/// consults: its namespace, service account, the cluster's priority classes and the
+/// like; a list of more is parsed without the memo).
+const PARSED_PER_RESOURCE: usize = 64;
 
 impl Resource {
     pub fn gr(&self) -> GroupResource<'_> {
@@ -117,6 +125,17 @@ impl Resource {
     pub fn has_status(&self) -> bool {
         self.info.subresource("status").is_some()
     }
+
+    /// A cached object of this resource parsed and converted to this version, shared:
+    /// parsed once per revision of the object.
+    pub fn parsed(&self, o: &CachedObject) -> Option<Arc<Value>> {
+        self.parsed.get_or_parse(o.key(), o.rv, || self.parse(o))
+    }
+
+    /// A cached object of this resource parsed and converted to this version, unshared.
+    pub fn parse(&self, o: &CachedObject) -> Option<Value> {
+        o.value().map(|v| convert::from_storage(&self.info, v))
+    }
 }
 
 /// The result of a write.
@@ -126,6 +145,28 @@ pub struct Written {
     pub warnings: Vec<String>,
     /// A create (201) rather than an update (200).
     pub created: bool,
+    /// `object` as JSON, when the bytes written to the store are it (no conversion): a
+    /// JSON response is these bytes with the new resourceVersion spliced in, not a second
+    /// encoding of the object.
+    pub json: Option<Bytes>,
+}
+
+impl Written {
+    /// A write's result without its JSON.
+    pub fn of(object: Value, warnings: Vec<String>, created: bool) -> Written {
+        Written {
+            object,
+            warnings,
+            created,
+            json: None,
+        }
+    }
+}
+
+/// The JSON of an object of `r` just written as `stored` at `rv`, when that is the
+/// served form (see [`Written::json`]).
+fn served_json(r: &Resource, stored: &[u8], rv: store::Revision) -> Option<Bytes> {
+    (!convert::needs_conversion(&r.info)).then(|| stored::with_resource_version(stored, rv))
 }
 
 /// The served resources, in order, with indexes by group, version and plural or kind
@@ -376,6 +417,7 @@ impl Registry {
             strategy,
             cacher,
             columns,
+            parsed: Default::default(),
         })
     }
 
@@ -501,6 +543,19 @@ impl Registry {
         }
     }
 
+    /// The object at `key` as the watch cache has it, in its served form, with its
+    /// revision: a write's first guess at the current object (upstream's cacher hands
+    /// `GuaranteedUpdate` the same), sparing a read of the store. The cache may lag the
+    /// store, so `None` (absent, or not cached) says nothing, and whatever fails on a
+    /// cached object is tried again on the stored one.
+    fn read_cached(&self, r: &Resource, key: &str) -> Option<(i64, Value)> {
+        if !r.cacher.is_cached() {
+            return None;
+        }
+        let o = r.cacher.get(key)?;
+        Some((o.rv, r.parse(&o)?))
+    }
+
     /// The stored object at `key` in its served form, with its revision (`None`: absent).
     async fn read_current(
         &self,
@@ -608,26 +663,25 @@ impl Registry {
         // As upstream's NamespaceLifecycle: the namespace cache first, the store when the
         // cache does not have it (yet).
         let key = format!("/registry/namespaces/{ns}");
-        let cached = self
-            .cachers
-            .lock()
-            .ok()
-            .and_then(|c| c.get("/registry/namespaces/").cloned())
-            .and_then(|c| c.get(&key));
-        let raw = match cached {
-            Some(o) => o.json(),
+        let namespaces = self.all().first_version("", "namespaces").cloned();
+        let cached = namespaces
+            .as_ref()
+            .and_then(|r| r.cacher.get(&key).and_then(|o| r.parsed(&o)));
+        let namespace = match cached {
+            Some(v) => v,
             None => {
-                self.store
+                let raw = self
+                    .store
                     .get(&key)
                     .await
                     .map_err(ApiError::internal)?
                     .ok_or_else(|| ApiError::not_found(ns_res, ns))?
-                    .value
+                    .value;
+                Arc::new(serde_json::from_slice(&raw).unwrap_or_default())
             }
         };
-        let terminating = serde_json::from_slice::<Value>(&raw).ok().is_some_and(|v| {
-            api::meta::deletion_timestamp(&v).is_some() || v["status"]["phase"] == "Terminating"
-        });
+        let terminating = api::meta::deletion_timestamp(&namespace).is_some()
+            || namespace["status"]["phase"] == "Terminating";
         if terminating {
             return Err(namespaces::terminating_error(r.gr(), name, ns));
         }
@@ -738,11 +792,7 @@ impl Registry {
         let mut obj = admitted.ok_or_else(|| ApiError::internal("admission removed the object"))?;
 
         if opts.dry_run {
-            return Ok(Written {
-                object: obj,
-                warnings,
-                created: true,
-            });
+            return Ok(Written::of(obj, warnings, true));
         }
         let key = r.info.key(api::meta::namespace(&obj), &name);
         let claimed = if is_service(r) {
@@ -750,9 +800,9 @@ impl Registry {
         } else {
             Vec::new()
         };
-        let bytes = stored::encode(&r.info, &mut obj);
+        let bytes = Bytes::from(stored::encode(&r.info, &mut obj));
         let ttl = r.strategy.ttl();
-        let kv = match self.store.create(&key, Bytes::from(bytes), ttl).await {
+        let kv = match self.store.create(&key, bytes.clone(), ttl).await {
             Ok(kv) => kv,
             Err(e) => {
                 if !claimed.is_empty() {
@@ -763,6 +813,7 @@ impl Registry {
         };
         api::meta::set_str(&mut obj, "resourceVersion", kv.mod_revision.to_string());
         Ok(Written {
+            json: served_json(r, &bytes, kv.mod_revision),
             object: obj,
             warnings,
             created: true,
@@ -788,18 +839,38 @@ impl Registry {
         F: FnMut(Option<&Value>) -> Result<(Value, Vec<String>, Precondition), ApiError>,
     {
         let key = r.info.key(ns, name);
-        for _attempt in 0..16 {
-            let (current, old) = match self.read_current(r, &key, name).await? {
+        for attempt in 0..16 {
+            // The first attempt starts from the watch cache's copy (a dry run from the
+            // store's); anything that fails on it (a conflict, a refused patch, an
+            // admission denial, an object that looks absent or unchanged) is tried again on
+            // the stored object, whose verdict stands.
+            let cached = if attempt == 0 && !opts.dry_run {
+                self.read_cached(r, &key)
+            } else {
+                None
+            };
+            let fresh = cached.is_none();
+            let (current, old) = match cached {
                 Some((rev, obj)) => (Some(rev), Some(obj)),
-                None => (None, None),
+                None => match self.read_current(r, &key, name).await? {
+                    Some((rev, obj)) => (Some(rev), Some(obj)),
+                    None => (None, None),
+                },
             };
             if let Some(o) = &old
                 && !opts.include_uninitialized
                 && api::kinds::initializers::is_uninitialized(o)
             {
+                if !fresh {
+                    continue;
+                }
                 return Err(ApiError::not_found(r.gr(), name));
             }
-            let (new, warnings, precondition) = mutate(old.as_ref())?;
+            let (new, warnings, precondition) = match mutate(old.as_ref()) {
+                Ok(m) => m,
+                Err(_) if !fresh => continue,
+                Err(e) => return Err(e),
+            };
             let outcome = match (old, &current) {
                 (None, _) => {
                     if !r.strategy.allow_create_on_update() && !precondition.create_allowed {
@@ -813,7 +884,7 @@ impl Registry {
                     return Ok(w);
                 }
                 (Some(old), Some(rev)) => {
-                    let (admitted, kept) = self
+                    let admitted = self
                         .admit_returning(
                             r,
                             admit::Write {
@@ -826,16 +897,32 @@ impl Registry {
                             },
                             opts,
                         )
-                        .await?;
+                        .await;
+                    let (admitted, kept) = match admitted {
+                        Ok(a) => a,
+                        Err(_) if !fresh => continue,
+                        Err(e) => return Err(e),
+                    };
                     let (Some(new), Some(old)) = (admitted, kept) else {
                         return Err(ApiError::internal("admission removed the object"));
                     };
-                    self.finish_update(r, name, subresource, opts, old, new, *rev, &precondition)
-                        .await
+                    self.finish_update(
+                        r,
+                        name,
+                        subresource,
+                        opts,
+                        old,
+                        new,
+                        *rev,
+                        &precondition,
+                        fresh,
+                    )
+                    .await
                 }
                 (Some(_), None) => return Err(ApiError::internal("inconsistent read")),
             };
             match outcome {
+                Err(_) if !fresh => continue,
                 Err(Retry::Conflict) if precondition.resource_version.is_none() => continue,
                 Err(Retry::Conflict) => {
                     return Err(ApiError::conflict(r.gr(), name, ApiError::MODIFIED));
@@ -869,39 +956,64 @@ impl Registry {
         F: FnMut(&mut Value) -> Result<(), ApiError>,
     {
         let key = r.info.key(ns, name);
-        for _attempt in 0..16 {
-            let (rev, mut obj) = self
-                .read_checked(
-                    r,
-                    &key,
-                    name,
-                    precondition.uid.as_deref(),
-                    precondition.resource_version.as_deref(),
-                    !opts.include_uninitialized,
-                )
-                .await?;
-            mutate(&mut obj)?;
-            if opts.dry_run {
-                return Ok(Written {
-                    object: obj,
-                    warnings: Vec::new(),
-                    created: false,
-                });
+        for attempt in 0..16 {
+            // First from the watch cache's copy when it meets the preconditions; whatever
+            // fails on it is tried again on the stored object (see `update_with`).
+            let cached = if attempt == 0 && !opts.dry_run {
+                self.read_cached(r, &key).filter(|(rev, o)| {
+                    precondition
+                        .uid
+                        .as_deref()
+                        .is_none_or(|u| api::meta::uid(o) == Some(u))
+                        && precondition
+                            .resource_version
+                            .as_deref()
+                            .is_none_or(|v| v.parse::<i64>().ok() == Some(*rev))
+                        && (opts.include_uninitialized
+                            || !api::kinds::initializers::is_uninitialized(o))
+                })
+            } else {
+                None
+            };
+            let fresh = cached.is_none();
+            let (rev, mut obj) = match cached {
+                Some(c) => c,
+                None => {
+                    self.read_checked(
+                        r,
+                        &key,
+                        name,
+                        precondition.uid.as_deref(),
+                        precondition.resource_version.as_deref(),
+                        !opts.include_uninitialized,
+                    )
+                    .await?
+                }
+            };
+            match mutate(&mut obj) {
+                Ok(()) => {}
+                Err(_) if !fresh => continue,
+                Err(e) => return Err(e),
             }
-            let bytes = stored::encode(&r.info, &mut obj);
+            if opts.dry_run {
+                return Ok(Written::of(obj, Vec::new(), false));
+            }
+            let bytes = Bytes::from(stored::encode(&r.info, &mut obj));
             match self
                 .store
-                .update(&key, Bytes::from(bytes), rev, r.strategy.ttl())
+                .update(&key, bytes.clone(), rev, r.strategy.ttl())
                 .await
             {
                 Ok(kv) => {
                     api::meta::set_str(&mut obj, "resourceVersion", kv.mod_revision.to_string());
                     return Ok(Written {
+                        json: served_json(r, &bytes, kv.mod_revision),
                         object: obj,
                         warnings: Vec::new(),
                         created: false,
                     });
                 }
+                Err(StoreError::Conflict { .. } | StoreError::NotFound { .. }) if !fresh => {}
                 Err(StoreError::Conflict { .. }) if precondition.resource_version.is_none() => {}
                 Err(StoreError::Conflict { .. }) => {
                     return Err(ApiError::conflict(r.gr(), name, ApiError::MODIFIED));
@@ -924,6 +1036,7 @@ impl Registry {
         mut new: Value,
         current_rev: i64,
         precondition: &Precondition,
+        fresh: bool,
     ) -> Result<Written, Retry> {
         if let Some(rv) = &precondition.resource_version
             && rv.parse::<i64>().ok() != Some(current_rev)
@@ -1046,19 +1159,16 @@ impl Registry {
         crate::fieldmgr::track_update(r, &old, &mut new, subresource, opts, self);
 
         if equal_but_versions(&new, &old) {
+            if !fresh {
+                // Unchanged from the cache's copy, which may be behind the store: only the
+                // stored object can say the write is a no-op.
+                return Err(Retry::Conflict);
+            }
             // Nothing changed: no write, same resourceVersion (as upstream).
-            return Ok(Written {
-                object: old,
-                warnings: Vec::new(),
-                created: false,
-            });
+            return Ok(Written::of(old, Vec::new(), false));
         }
         if opts.dry_run {
-            return Ok(Written {
-                object: new,
-                warnings: Vec::new(),
-                created: false,
-            });
+            return Ok(Written::of(new, Vec::new(), false));
         }
         let key = r.info.key(api::meta::namespace(&new), name);
         // An initializer failed the object: it is stored with the result (so that watchers
@@ -1095,11 +1205,7 @@ impl Registry {
                         services::release(&*self.store, &new).await;
                     }
                     api::meta::set_str(&mut new, "resourceVersion", d.revision.to_string());
-                    Ok(Written {
-                        object: new,
-                        warnings: Vec::new(),
-                        created: false,
-                    })
+                    Ok(Written::of(new, Vec::new(), false))
                 }
                 Err(StoreError::Conflict { .. }) => Err(Retry::Conflict),
                 Err(e) => Err(Retry::Fail(store_error(r, name, e))),
@@ -1111,10 +1217,10 @@ impl Registry {
                 .await
                 .map_err(Retry::Fail)?;
         }
-        let bytes = stored::encode(&r.info, &mut new);
+        let bytes = Bytes::from(stored::encode(&r.info, &mut new));
         match self
             .store
-            .update(&key, Bytes::from(bytes), current_rev, r.strategy.ttl())
+            .update(&key, bytes.clone(), current_rev, r.strategy.ttl())
             .await
         {
             Ok(kv) => {
@@ -1123,6 +1229,7 @@ impl Registry {
                 }
                 api::meta::set_str(&mut new, "resourceVersion", kv.mod_revision.to_string());
                 Ok(Written {
+                    json: served_json(r, &bytes, kv.mod_revision),
                     object: new,
                     warnings: Vec::new(),
                     created: false,
@@ -1520,6 +1627,140 @@ mod tests {
         assert!(reg.lookup("apps", "v1", "pods").is_none());
         assert!(reg.by_kind("", "v2", "Pod").is_none());
         assert!(all.first_version("nope", "pods").is_none());
+    }
+
+    /// A write starts from the watch cache's copy, which may lag the store: what the store
+    /// holds decides. (A current-thread runtime: the cache cannot catch up with a write
+    /// made straight to the store until the test awaits something that waits.)
+    #[tokio::test]
+    async fn writes_from_a_lagging_cache_act_on_the_stored_object() {
+        let store: Arc<dyn Backend> = Arc::new(store::memory::MemoryBackend::new());
+        let reg = Registry::new(
+            Arc::clone(&store),
+            Arc::new(store::SystemClock),
+            std::time::Duration::from_secs(3600),
+            services::Cidr::parse("10.43.0.0/16").unwrap(),
+            ("127.0.0.1".into(), 6443),
+        );
+        let cms = reg.lookup("", "v1", "configmaps").unwrap();
+        let o = Registry::system_options();
+        let namespaces = reg.lookup("", "v1", "namespaces").unwrap();
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
+        reg.create(&namespaces, None, ns, &o).await.unwrap();
+        let key = "/registry/configmaps/default/c";
+        let created = reg
+            .create(
+                &cms,
+                Some("default"),
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "c", "namespace": "default"}, "data": {"a": "1"}}),
+                &o,
+            )
+            .await
+            .unwrap()
+            .object;
+        let rv = |v: &Value| {
+            api::meta::resource_version(v)
+                .unwrap()
+                .parse::<i64>()
+                .unwrap()
+        };
+        let caught_up = |at: i64| {
+            let cms = Arc::clone(&cms);
+            async move {
+                while cms.cacher.get(key).is_none_or(|c| c.rv < at) {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            }
+        };
+        caught_up(rv(&created)).await;
+        // Behind the cache's back: a = 2.
+        let behind = |value: &str| {
+            let mut v = created.clone();
+            v["data"]["a"] = json!(value);
+            Bytes::from(stored::encode_for_store(v))
+        };
+        let current = store.get(key).await.unwrap().unwrap().mod_revision;
+        let two = store.update(key, behind("2"), current, None).await.unwrap();
+        assert!(
+            cms.cacher.get(key).unwrap().rv < two.mod_revision,
+            "the cache lags"
+        );
+
+        // Setting a = 1 is a no-op on the cache's copy but not on the store's: written.
+        let set = |value: &'static str| {
+            move |old: Option<&Value>| {
+                let mut v = old.cloned().unwrap_or_default();
+                v["data"]["a"] = json!(value);
+                Ok((v, Vec::new(), Precondition::default()))
+            }
+        };
+        let w = reg
+            .update_with(&cms, Some("default"), "c", None, &o, set("1"))
+            .await
+            .unwrap();
+        assert_eq!(w.object["data"]["a"], "1");
+        assert!(rv(&w.object) > two.mod_revision);
+        let stored_now = store.get(key).await.unwrap().unwrap();
+        assert_eq!(stored_now.mod_revision, rv(&w.object));
+
+        // A precondition on the store's newest resourceVersion holds though the cache is
+        // behind it.
+        caught_up(rv(&w.object)).await;
+        let three = store
+            .update(key, behind("3"), rv(&w.object), None)
+            .await
+            .unwrap();
+        let precondition = Precondition {
+            resource_version: Some(three.mod_revision.to_string()),
+            ..Default::default()
+        };
+        let mut seen = Vec::new();
+        let w = reg
+            .update_with(&cms, Some("default"), "c", None, &o, |old| {
+                let mut v = old.cloned().unwrap_or_default();
+                seen.push(v["data"]["a"].clone());
+                v["data"]["a"] = json!("4");
+                Ok((v, Vec::new(), precondition.clone()))
+            })
+            .await
+            .unwrap();
+        assert_eq!(w.object["data"]["a"], "4");
+        assert_eq!(
+            seen,
+            [json!("1"), json!("3")],
+            "the cache's copy, then the store's"
+        );
+
+        // Straight through storage: the mutation applies to the stored object.
+        caught_up(rv(&w.object)).await;
+        let five = store
+            .update(key, behind("5"), rv(&w.object), None)
+            .await
+            .unwrap();
+        assert!(cms.cacher.get(key).unwrap().rv < five.mod_revision);
+        let w = reg
+            .guaranteed_update(
+                &cms,
+                Some("default"),
+                "c",
+                &Precondition::default(),
+                &o,
+                |v| {
+                    let a = v["data"]["a"].as_str().unwrap_or_default().to_string();
+                    v["data"]["a"] = json!(format!("{a}+"));
+                    Ok(())
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(w.object["data"]["a"], "5+");
+        let written: Value =
+            serde_json::from_slice(&store.get(key).await.unwrap().unwrap().value).unwrap();
+        assert_eq!(written["data"]["a"], "5+");
+        // The served JSON is the written object at its new resourceVersion.
+        let json: Value = serde_json::from_slice(w.json.as_ref().unwrap()).unwrap();
+        assert_eq!(json, w.object);
     }
 
     #[test]

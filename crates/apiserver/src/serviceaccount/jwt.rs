@@ -69,8 +69,9 @@ impl ObjectKind {
 
 /// What the verifier reads of the cluster (the server's watch caches; a map in tests).
 pub trait Objects: Send + Sync {
-    /// The object, or `None` when there is none (`namespace` is empty for nodes).
-    fn get(&self, kind: ObjectKind, namespace: &str, name: &str) -> Option<Value>;
+    /// The object, or `None` when there is none (`namespace` is empty for nodes). Shared:
+    /// every request with a token reads its service account.
+    fn get(&self, kind: ObjectKind, namespace: &str, name: &str) -> Option<Arc<Value>>;
 }
 
 /// The verdict on a bearer token.
@@ -738,12 +739,13 @@ mod tests {
     }
 
     impl Objects for Fake {
-        fn get(&self, kind: ObjectKind, namespace: &str, name: &str) -> Option<Value> {
+        fn get(&self, kind: ObjectKind, namespace: &str, name: &str) -> Option<Arc<Value>> {
             self.0
                 .lock()
                 .unwrap()
                 .get(&(kind, namespace.to_string(), name.to_string()))
                 .cloned()
+                .map(Arc::new)
         }
     }
 

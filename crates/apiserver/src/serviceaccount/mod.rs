@@ -16,14 +16,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use api::catalog::ResourceInfo;
 use http::HeaderMap;
 use serde_json::Value;
 use store::Clock;
 
 use crate::Error;
 use crate::authn::{AuthResult, Authenticator};
-use crate::registry::{Cacher, Registry};
+use crate::registry::{Registry, Resource};
 pub use jwt::{ObjectKind, Objects, Verdict, Verifier};
 pub use keys::{PublicKey, SigningKey};
 
@@ -283,9 +282,9 @@ impl Authenticator for Arc<Tokens> {
     }
 }
 
-/// [`Objects`] over the registry's watch caches.
+/// [`Objects`] over the registry's watch caches (objects parsed once per revision).
 pub struct CacheObjects {
-    caches: Vec<(ObjectKind, ResourceInfo, Arc<Cacher>)>,
+    caches: Vec<(ObjectKind, Arc<Resource>)>,
 }
 
 impl CacheObjects {
@@ -300,21 +299,21 @@ impl CacheObjects {
             let r = registry
                 .lookup("", "v1", kind.plural())
                 .ok_or_else(|| Error::Config(format!("no {} resource", kind.plural())))?;
-            caches.push((kind, r.info.clone(), Arc::clone(&r.cacher)));
+            caches.push((kind, r));
         }
         Ok(CacheObjects { caches })
     }
 }
 
 impl Objects for CacheObjects {
-    fn get(&self, kind: ObjectKind, namespace: &str, name: &str) -> Option<Value> {
-        let (_, info, cacher) = self.caches.iter().find(|(k, _, _)| *k == kind)?;
+    fn get(&self, kind: ObjectKind, namespace: &str, name: &str) -> Option<Arc<Value>> {
+        let (_, r) = self.caches.iter().find(|(k, _)| *k == kind)?;
         let ns = (!namespace.is_empty()).then_some(namespace);
-        let obj = cacher.get(&info.key(ns, name))?;
+        let obj = r.cacher.get(&r.info.key(ns, name))?;
         if obj.uninitialized {
             return None;
         }
-        obj.value()
+        r.parsed(&obj)
     }
 }
 

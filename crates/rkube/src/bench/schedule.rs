@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ListParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -24,7 +24,7 @@ use super::{AbortOnDrop, Latencies};
 struct WatchedPod {
     #[serde(
         default,
-        deserialize_with = "controllers::leanmeta::without_managed_fields"
+        deserialize_with = "runtime::leanmeta::without_managed_fields"
     )]
     metadata: ObjectMeta,
     #[serde(default)]
@@ -37,29 +37,7 @@ struct WatchedSpec {
     node_name: Option<String>,
 }
 
-impl kube::Resource for WatchedPod {
-    type DynamicType = ();
-    type Scope = k8s_openapi::NamespaceResourceScope;
-
-    fn kind(_: &()) -> std::borrow::Cow<'_, str> {
-        <Pod as k8s_openapi::Resource>::KIND.into()
-    }
-    fn group(_: &()) -> std::borrow::Cow<'_, str> {
-        <Pod as k8s_openapi::Resource>::GROUP.into()
-    }
-    fn version(_: &()) -> std::borrow::Cow<'_, str> {
-        <Pod as k8s_openapi::Resource>::VERSION.into()
-    }
-    fn plural(_: &()) -> std::borrow::Cow<'_, str> {
-        <Pod as k8s_openapi::Resource>::URL_PATH_SEGMENT.into()
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+runtime::pod_resource!(WatchedPod, |p| p.metadata);
 
 #[derive(clap::Args, Debug)]
 pub struct ScheduleArgs {

@@ -559,8 +559,8 @@ fn mutate_pod_affinity(pod: &mut Value) {
 }
 
 fn prepare_pod_create(pod: &mut Value) {
-    let spec = pod.get("spec").cloned().unwrap_or(Value::Null);
-    let mut status = json!({"phase": "Pending", "qosClass": pod_qos(&spec)});
+    let spec = pod.get("spec").unwrap_or(&Value::Null);
+    let mut status = json!({"phase": "Pending", "qosClass": pod_qos(spec)});
     let gated = spec
         .get("schedulingGates")
         .and_then(Value::as_array)

@@ -2280,21 +2280,21 @@ pub(crate) fn pod_template_spec(template: Option<&Value>, p: &P) -> Errs {
 
 /// `validatePodMetadataAndSpec` minus object metadata.
 fn pod_metadata_and_spec(pod: &Value) -> Errs {
-    let spec = get(pod, "spec").cloned().unwrap_or(Value::Null);
+    let spec = get(pod, "spec").unwrap_or(&Value::Null);
     let specp = P::new("spec");
     let ann = super::meta_str_map(pod, "annotations");
-    let mut errs = pod_specific_annotations(&ann, &spec, &P::new("metadata").child("annotations"));
+    let mut errs = pod_specific_annotations(&ann, spec, &P::new("metadata").child("annotations"));
     let name = super::meta_s(pod, "name");
     errs.extend(pod_spec(
-        &spec,
+        spec,
         Some(name),
         &specp,
         PodOpts {
             resource_is_pod: true,
         },
     ));
-    if s(&spec, "serviceAccountName").is_empty() {
-        for (vi, vol) in arr(&spec, "volumes").iter().enumerate() {
+    if s(spec, "serviceAccountName").is_empty() {
+        for (vi, vol) in arr(spec, "volumes").iter().enumerate() {
             let Some(proj) = get(vol, "projected") else {
                 continue;
             };
@@ -2315,7 +2315,7 @@ fn pod_metadata_and_spec(pod: &Value) -> Errs {
         }
     }
     for key in ["containers", "initContainers"] {
-        for (i, c) in arr(&spec, key).iter().enumerate() {
+        for (i, c) in arr(spec, key).iter().enumerate() {
             let image = s(c, "image");
             if image.trim() != image {
                 errs.push(invalid(
@@ -2332,22 +2332,22 @@ fn pod_metadata_and_spec(pod: &Value) -> Errs {
 /// `ValidatePodCreate`.
 pub(crate) fn pod_create(pod: &Value) -> Errs {
     let mut errs = pod_metadata_and_spec(pod);
-    let spec = get(pod, "spec").cloned().unwrap_or(Value::Null);
+    let spec = get(pod, "spec").unwrap_or(&Value::Null);
     let specp = P::new("spec");
-    if len_of(&spec, "ephemeralContainers") > 0 {
+    if len_of(spec, "ephemeralContainers") > 0 {
         errs.push(forbidden(
             &specp.child("ephemeralContainers"),
             "cannot be set on create",
         ));
     }
-    if !s(&spec, "nodeName").is_empty() && len_of(&spec, "schedulingGates") > 0 {
+    if !s(spec, "nodeName").is_empty() && len_of(spec, "schedulingGates") > 0 {
         errs.push(forbidden(
             &specp.child("nodeName"),
             "cannot be set until all schedulingGates have been cleared",
         ));
     }
     let ann = super::meta_str_map(pod, "annotations");
-    errs.extend(annotations_match_fields(&ann, &spec, &specp));
+    errs.extend(annotations_match_fields(&ann, spec, &specp));
     errs
 }
 

@@ -1,10 +1,12 @@
-//! Object metadata as the controllers decode it from watch streams: every field of
-//! `ObjectMeta` but `managedFields`, which no controller reads. serde skips that list
-//! without building it; decoding it was an eighth of the controller manager's CPU at scale
-//! (every pod event and every metadata event of the garbage collector carries it).
+//! Object metadata as the controllers, the scheduler and the simulated nodes decode it
+//! from watch streams: every field of `ObjectMeta` but `managedFields`, which none reads.
+//! serde skips that list without building it; decoding it was an eighth of the controller
+//! manager's CPU at scale (every pod event and every metadata event of the garbage
+//! collector carries it).
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::core::v1::{Pod, PodSpec, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use kube::core::{ApiResource, DynamicResourceScope};
 use serde::{Deserialize, Deserializer, Serialize};
@@ -95,6 +97,81 @@ impl kube::Resource for LeanObject {
     }
 }
 
+/// A whole pod decoded without its `managedFields` (a third of a created pod's JSON, and
+/// read by no watcher of pods but the API server itself). Watched as `Api<LeanPod>`; it
+/// is the pod through `Deref`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LeanPod(pub Pod);
+
+/// `Pod`'s fields, with its metadata decoded by [`without_managed_fields`].
+#[derive(Deserialize)]
+struct PodFields {
+    #[serde(default, deserialize_with = "without_managed_fields")]
+    metadata: ObjectMeta,
+    spec: Option<PodSpec>,
+    status: Option<PodStatus>,
+}
+
+impl<'de> Deserialize<'de> for LeanPod {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<LeanPod, D::Error> {
+        let f = PodFields::deserialize(d)?;
+        Ok(LeanPod(Pod {
+            metadata: f.metadata,
+            spec: f.spec,
+            status: f.status,
+        }))
+    }
+}
+
+impl std::ops::Deref for LeanPod {
+    type Target = Pod;
+
+    fn deref(&self) -> &Pod {
+        &self.0
+    }
+}
+
+/// Implements `kube::Resource` for a pod decoded in part (`$t`, whose metadata is at
+/// `$s.<path>`): it is watched and listed as the pods it stands for.
+#[macro_export]
+macro_rules! pod_resource {
+    ($t:ty, |$s:ident| $($meta:tt)+) => {
+        impl ::kube::Resource for $t {
+            type DynamicType = ();
+            type Scope = ::k8s_openapi::NamespaceResourceScope;
+
+            fn kind(_: &()) -> ::std::borrow::Cow<'_, str> {
+                <::k8s_openapi::api::core::v1::Pod as ::k8s_openapi::Resource>::KIND.into()
+            }
+            fn group(_: &()) -> ::std::borrow::Cow<'_, str> {
+                <::k8s_openapi::api::core::v1::Pod as ::k8s_openapi::Resource>::GROUP.into()
+            }
+            fn version(_: &()) -> ::std::borrow::Cow<'_, str> {
+                <::k8s_openapi::api::core::v1::Pod as ::k8s_openapi::Resource>::VERSION.into()
+            }
+            fn api_version(_: &()) -> ::std::borrow::Cow<'_, str> {
+                <::k8s_openapi::api::core::v1::Pod as ::k8s_openapi::Resource>::API_VERSION.into()
+            }
+            fn plural(_: &()) -> ::std::borrow::Cow<'_, str> {
+                <::k8s_openapi::api::core::v1::Pod as ::k8s_openapi::Resource>::URL_PATH_SEGMENT
+                    .into()
+            }
+            fn meta(&self) -> &::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                let $s = self;
+                &$($meta)+
+            }
+            fn meta_mut(
+                &mut self,
+            ) -> &mut ::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                let $s = self;
+                &mut $($meta)+
+            }
+        }
+    };
+}
+
+pod_resource!(LeanPod, |p| p.0.metadata);
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -128,5 +205,28 @@ mod tests {
         let bare: LeanObject = serde_json::from_value(json!({"metadata": null})).unwrap();
         assert_eq!(bare.metadata, ObjectMeta::default());
         assert!(<LeanObject as kube::Resource>::metadata_api());
+    }
+
+    #[test]
+    fn a_lean_pod_is_the_pod_without_its_managed_fields() {
+        let pod = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u", "labels": {"a": "b"},
+                         "managedFields": [{"manager": "m", "operation": "Update"}]},
+            "spec": {"nodeName": "n", "containers": [{"name": "c", "image": "i"}]},
+            "status": {"phase": "Running", "podIP": "10.0.0.1"},
+        });
+        let mut full: Pod = serde_json::from_value(pod.clone()).unwrap();
+        assert!(full.metadata.managed_fields.is_some());
+        full.metadata.managed_fields = None;
+        let lean: LeanPod = serde_json::from_value(pod).unwrap();
+        assert_eq!(lean.0, full);
+        assert_eq!(lean.spec.as_ref().unwrap().node_name.as_deref(), Some("n"));
+        assert_eq!(
+            <LeanPod as kube::Resource>::url_path(&(), Some("ns")),
+            "/api/v1/namespaces/ns/pods"
+        );
+        // Wrong types are still refused.
+        assert!(serde_json::from_value::<LeanPod>(json!({"spec": {"containers": 1}})).is_err());
     }
 }
