@@ -13,7 +13,7 @@ use std::time::Duration;
 use apiserver::inprocess::InProcess;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
-use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use serde_json::{Value, json};
 
 struct Env {
@@ -129,6 +129,24 @@ async fn reads_writes_and_watches_with_a_client_certificate() {
         other => panic!("expected ADDED two, got {other:?}"),
     }
 
+    // A server-side apply is counted as APPLY, a merge patch as PATCH.
+    let apply = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "two", "namespace": "default"}, "data": {"k": "applied"}});
+    cms.patch(
+        "two",
+        &PatchParams::apply("test").force(),
+        &Patch::Apply(&apply),
+    )
+    .await
+    .unwrap();
+    cms.patch(
+        "two",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"m": "1"}})),
+    )
+    .await
+    .unwrap();
+
     // The requests went through the server's request metrics.
     let metrics = env
         .running
@@ -151,6 +169,8 @@ async fn reads_writes_and_watches_with_a_client_certificate() {
         format!("apiserver_request_total{{code=\"409\",{labels}}} 1"),
         format!("apiserver_request_duration_seconds_count{{{labels}}} 3"),
         format!("apiserver_request_duration_seconds_bucket{{{labels},le=\"+Inf\"}} 3"),
+        "apiserver_request_total{code=\"200\",component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"configmaps\",scope=\"resource\",subresource=\"\",verb=\"APPLY\",version=\"v1\"} 1".to_string(),
+        "apiserver_request_total{code=\"200\",component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"configmaps\",scope=\"resource\",subresource=\"\",verb=\"PATCH\",version=\"v1\"} 1".to_string(),
     ] {
         assert!(metrics.lines().any(|l| l == line), "no {line} in {metrics}");
     }

@@ -160,10 +160,11 @@ impl Server {
         let path = req.uri().path().to_string();
         let query = Query::parse(req.uri().query());
         let info = RequestInfo::parse(req.method(), &path, &query.0);
-        let apply = req
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .is_some_and(|t| t.as_bytes().starts_with(b"application/apply-patch"));
+        let apply = req.method() == Method::PATCH
+            && matches!(
+                crate::http::content_type(req.headers()),
+                Ok(crate::http::ContentType::ApplyPatch)
+            );
         let verb = crate::metrics::reported_verb(&info, apply);
         let user = match self.authn.authenticate(req.headers(), &peer) {
             Ok(u) => {
@@ -760,10 +761,19 @@ pub(crate) fn object_response(
         _ => obj,
     };
     let (bytes, ct) = crate::http::encode(body, accept);
-    let mut resp = json_response(status, bytes);
-    resp = crate::http::with_content_type(resp, ct);
+    Ok(encoded_response(status, bytes, ct, warnings))
+}
+
+/// An encoded object of content type `ct` as a response, with the request's warnings.
+pub(crate) fn encoded_response(
+    status: StatusCode,
+    bytes: Bytes,
+    ct: &'static str,
+    warnings: &[String],
+) -> Response<Body> {
+    let mut resp = crate::http::with_content_type(json_response(status, bytes), ct);
     crate::http::add_warnings(&mut resp, warnings);
-    Ok(resp)
+    resp
 }
 
 /// Raw JSON bytes as a response.

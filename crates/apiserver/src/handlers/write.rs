@@ -172,10 +172,12 @@ fn written_response(
     if accept == crate::http::Accept::Json
         && let Some(json) = w.json
     {
-        let mut resp =
-            crate::http::with_content_type(super::bytes_response(status, json), "application/json");
-        crate::http::add_warnings(&mut resp, &w.warnings);
-        return Ok(resp);
+        return Ok(super::encoded_response(
+            status,
+            json,
+            "application/json",
+            &w.warnings,
+        ));
     }
     object_response(r, status, &w.object, accept, query, &w.warnings)
 }

@@ -509,8 +509,7 @@ impl Registry {
     }
 
     /// The stored object at `key` and its revision, checked against storage's
-    /// `Preconditions` (a conflict when they fail); absent (or uninitialized, when
-    /// `hide_uninitialized`) is a 404.
+    /// `Preconditions` (see [`Registry::checked`]).
     async fn read_checked(
         &self,
         r: &Resource,
@@ -520,9 +519,22 @@ impl Registry {
         resource_version: Option<&str>,
         hide_uninitialized: bool,
     ) -> Result<(i64, Value), ApiError> {
-        let (rev, obj) = self
-            .read_current(r, key, name)
-            .await?
+        let found = self.read_current(r, key, name).await?;
+        Self::checked(r, name, found, uid, resource_version, hide_uninitialized)
+    }
+
+    /// An object `found` with its revision, checked against storage's `Preconditions` (a
+    /// conflict when they fail); absent (or uninitialized, when `hide_uninitialized`) is a
+    /// 404.
+    fn checked(
+        r: &Resource,
+        name: &str,
+        found: Option<(i64, Value)>,
+        uid: Option<&str>,
+        resource_version: Option<&str>,
+        hide_uninitialized: bool,
+    ) -> Result<(i64, Value), ApiError> {
+        let (rev, obj) = found
             .filter(|(_, o)| !(hide_uninitialized && api::kinds::initializers::is_uninitialized(o)))
             .ok_or_else(|| ApiError::not_found(r.gr(), name))?;
         if let Some(uid) = uid {
@@ -549,9 +561,7 @@ impl Registry {
     /// store, so `None` (absent, or not cached) says nothing, and whatever fails on a
     /// cached object is tried again on the stored one.
     fn read_cached(&self, r: &Resource, key: &str) -> Option<(i64, Value)> {
-        if !r.cacher.is_cached() {
-            return None;
-        }
+        // An uncached prefix's `get` sees nothing.
         let o = r.cacher.get(key)?;
         Some((o.rv, r.parse(&o)?))
     }
@@ -956,39 +966,28 @@ impl Registry {
         F: FnMut(&mut Value) -> Result<(), ApiError>,
     {
         let key = r.info.key(ns, name);
+        let checked = |found| {
+            Self::checked(
+                r,
+                name,
+                found,
+                precondition.uid.as_deref(),
+                precondition.resource_version.as_deref(),
+                !opts.include_uninitialized,
+            )
+        };
         for attempt in 0..16 {
             // First from the watch cache's copy when it meets the preconditions; whatever
             // fails on it is tried again on the stored object (see `update_with`).
             let cached = if attempt == 0 && !opts.dry_run {
-                self.read_cached(r, &key).filter(|(rev, o)| {
-                    precondition
-                        .uid
-                        .as_deref()
-                        .is_none_or(|u| api::meta::uid(o) == Some(u))
-                        && precondition
-                            .resource_version
-                            .as_deref()
-                            .is_none_or(|v| v.parse::<i64>().ok() == Some(*rev))
-                        && (opts.include_uninitialized
-                            || !api::kinds::initializers::is_uninitialized(o))
-                })
+                checked(self.read_cached(r, &key)).ok()
             } else {
                 None
             };
             let fresh = cached.is_none();
             let (rev, mut obj) = match cached {
                 Some(c) => c,
-                None => {
-                    self.read_checked(
-                        r,
-                        &key,
-                        name,
-                        precondition.uid.as_deref(),
-                        precondition.resource_version.as_deref(),
-                        !opts.include_uninitialized,
-                    )
-                    .await?
-                }
+                None => checked(self.read_current(r, &key, name).await?)?,
             };
             match mutate(&mut obj) {
                 Ok(()) => {}
