@@ -245,6 +245,11 @@ impl Metrics {
                 (|s: &CacheSizes| s.object_bytes) as fn(&CacheSizes) -> usize,
             ),
             (
+                "Current objects the watch cache holds uncompressed.",
+                "rkube_watch_cache_plain_objects",
+                |s| s.plain_objects,
+            ),
+            (
                 "Size of the dictionary the watch cache compresses objects with (0: plain).",
                 "rkube_watch_cache_dictionary_bytes",
                 |s| s.dict_bytes,

@@ -28,11 +28,26 @@ fn ours(server: &RkubeServer, args: &[&str]) -> String {
     server.rkubectl_ok(args)
 }
 
+/// kubectl's stderr without client-go's reflector log lines (klog format, from
+/// `reflector.go`): when `kubectl wait --timeout` ends its watch within a second, client-go
+/// may or may not log a "very short watch" line first, depending on which of its goroutines
+/// sees the end first. They are the library's diagnostics, not kubectl's output.
+fn without_reflector_logs(stderr: &[u8]) -> String {
+    text(stderr)
+        .split_inclusive('\n')
+        .filter(|l| !(l.starts_with('I') || l.starts_with('W')) || !l.contains(" reflector.go:"))
+        .collect()
+}
+
 /// Runs both clients and asserts the same exit code, stdout and stderr.
 fn same(server: &RkubeServer, args: &[&str]) -> Output {
     let (real, mine) = server.both(args);
     assert_eq!(
-        (real.status.code(), text(&real.stdout), text(&real.stderr)),
+        (
+            real.status.code(),
+            text(&real.stdout),
+            without_reflector_logs(&real.stderr)
+        ),
         (mine.status.code(), text(&mine.stdout), text(&mine.stderr)),
         "kubectl {args:?}: real (left) and ours (right) differ"
     );

@@ -73,7 +73,9 @@ pub struct SqliteOptions {
     /// Recent events kept in memory for watchers (count and bytes). The API server's watch
     /// caches hold their own history, so this ring only spares a resuming watch (a cache
     /// catching up after a failure, a client resuming from beyond a cache's window) the
-    /// log on disk; at thousands of writes per second it holds about a second either way.
+    /// log on disk. Both bounds count: 2 MiB holds a few hundred pod updates (each event
+    /// carries the value and the one it replaced), a fraction of a second at thousands of
+    /// writes per second; a watch further behind reads the log.
     pub ring_events: usize,
     pub ring_bytes: usize,
     /// How often expired TTL keys are deleted.
@@ -90,7 +92,7 @@ impl SqliteOptions {
             readers: 4,
             max_batch: 512,
             ring_events: 4096,
-            ring_bytes: 4 * 1024 * 1024,
+            ring_bytes: 2 * 1024 * 1024,
             ttl_sweep: Duration::from_secs(1),
             compaction_chunk: 10_000,
             clock: Arc::new(SystemClock),
@@ -285,11 +287,11 @@ impl SqliteBackend {
                 return Err(startup_error(&path, check));
             }
         }
-        // An 8 MB page cache: the tables' inner pages fit; the leaf and overflow pages a
+        // A 4 MB page cache: the tables' inner pages fit; the leaf and overflow pages a
         // write touches are rarely touched again soon (each object is its own row).
         wconn
             .execute_batch(
-                "PRAGMA synchronous=FULL; PRAGMA cache_size=-8192; PRAGMA wal_autocheckpoint=4000;",
+                "PRAGMA synchronous=FULL; PRAGMA cache_size=-4096; PRAGMA wal_autocheckpoint=4000;",
             )
             .map_err(sql_err)?;
         wconn
@@ -319,9 +321,9 @@ impl SqliteBackend {
         let mut conns = Vec::with_capacity(opts.readers.max(1));
         for _ in 0..opts.readers.max(1) {
             let c = open_conn(&path)?;
-            // 4 MB each: the readers serve single-key reads and the rare list the watch
+            // 2 MB each: the readers serve single-key reads and the rare list the watch
             // caches do not answer; the B-tree's inner pages fit, and the OS caches the rest.
-            c.execute_batch("PRAGMA query_only=ON; PRAGMA cache_size=-4096;")
+            c.execute_batch("PRAGMA query_only=ON; PRAGMA cache_size=-2048;")
                 .map_err(sql_err)?;
             conns.push(c);
         }

@@ -514,6 +514,8 @@ struct State {
     history_bytes: usize,
     /// What `objects` hold (see [`footprint`]).
     object_bytes: usize,
+    /// How many of `objects` are held uncompressed.
+    plain_objects: usize,
     /// Events at or below this revision are no longer in `events`.
     window_floor: Revision,
     watchers: Vec<Watcher>,
@@ -595,6 +597,7 @@ impl Cacher {
                 events: VecDeque::new(),
                 history_bytes: 0,
                 object_bytes: 0,
+                plain_objects: 0,
                 window_floor: 0,
                 watchers: Vec::new(),
                 ready: !cached,
@@ -688,6 +691,7 @@ impl Cacher {
         {
             let mut st = self.lock();
             st.object_bytes = objects.under("").map(footprint).sum();
+            st.plain_objects = objects.under("").filter(|o| is_plain(o)).count();
             st.objects = objects;
             st.revision = revision;
             st.window_floor = revision;
@@ -738,6 +742,10 @@ impl Cacher {
                 st.object_bytes = st
                     .object_bytes
                     .saturating_sub(prev.as_ref().map_or(0, footprint));
+                st.plain_objects += usize::from(is_plain(&obj));
+                st.plain_objects = st
+                    .plain_objects
+                    .saturating_sub(prev.as_ref().map_or(0, |p| usize::from(is_plain(p))));
                 let kind = if prev.is_some() {
                     EventType::Modified
                 } else {
@@ -755,6 +763,9 @@ impl Cacher {
                 st.object_bytes = st
                     .object_bytes
                     .saturating_sub(old.as_ref().map_or(0, footprint));
+                st.plain_objects = st
+                    .plain_objects
+                    .saturating_sub(old.as_ref().map_or(0, |p| usize::from(is_plain(p))));
                 CacheEvent {
                     kind: EventType::Deleted,
                     obj,
@@ -966,6 +977,7 @@ impl Cacher {
             dict_bytes,
             objects: st.objects.len(),
             object_bytes: st.object_bytes,
+            plain_objects: st.plain_objects,
             events: st.events.len(),
             history_bytes: st.history_bytes,
             watchers: st.watchers.len(),
@@ -985,6 +997,8 @@ pub struct CacheSizes {
     pub dict_bytes: usize,
     pub objects: usize,
     pub object_bytes: usize,
+    /// Current objects held uncompressed.
+    pub plain_objects: usize,
     pub events: usize,
     pub history_bytes: usize,
     /// Watchers registered, and the messages queued for them.
@@ -1010,6 +1024,10 @@ const OBJECT_ALLOCATION: usize = 80;
 const META_ALLOCATION: usize = 64;
 
 /// The heap bytes one current object costs the cache.
+fn is_plain(o: &CachedObject) -> bool {
+    matches!(o.body, Body::Plain(_))
+}
+
 fn footprint(o: &Arc<CachedObject>) -> usize {
     // The object's and its index's allocations, and the map's entry (a pointer).
     o.body.stored() + o.heap_bytes() + OBJECT_ALLOCATION + META_ALLOCATION + 8
@@ -1668,6 +1686,8 @@ mod tests {
                 .unwrap();
         }
         let c = synced_configmaps(&store).await;
+        // Listed while the cache was filling: the first MIN_OBJECTS stay plain.
+        assert_eq!(c.sizes().plain_objects, super::super::packed::MIN_OBJECTS);
         // Written after the cache filled: compressed.
         let kv = store
             .create("/registry/configmaps/ns/late", big("late", "y"), None)
@@ -1676,6 +1696,27 @@ mod tests {
         c.sync(Duration::from_secs(5)).await.unwrap();
         let sizes = c.sizes();
         assert!(sizes.dict_bytes > 0, "{sizes:?}");
+        assert_eq!(sizes.plain_objects, super::super::packed::MIN_OBJECTS);
+        // A plain object written again is compressed, and no longer counted as plain.
+        let first = store
+            .get("/registry/configmaps/ns/cm-0000")
+            .await
+            .unwrap()
+            .unwrap();
+        store
+            .update(
+                "/registry/configmaps/ns/cm-0000",
+                big("cm-0000", "z"),
+                first.mod_revision,
+                None,
+            )
+            .await
+            .unwrap();
+        c.sync(Duration::from_secs(5)).await.unwrap();
+        assert_eq!(
+            c.sizes().plain_objects,
+            super::super::packed::MIN_OBJECTS - 1
+        );
         let late = c.get("/registry/configmaps/ns/late").unwrap();
         assert!(matches!(late.body, Body::Packed { .. }));
         assert!(late.body.stored() < late.body.len());

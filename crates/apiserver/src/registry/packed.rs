@@ -23,8 +23,11 @@ const MAX_DICT_BYTES: usize = 64 << 10;
 /// Objects smaller than this are not sampled (they teach the dictionary little).
 const MIN_SAMPLE_BYTES: usize = 256;
 /// A new dictionary from the then-recent objects after this many compressions, so the
-/// dictionary follows what the resource's objects look like now.
-const REBUILD_EVERY: usize = 50_000;
+/// dictionary follows what the resource's objects look like now (pods go from created to
+/// bound to running within seconds: with a dictionary of created pods, running pods
+/// compressed to half again as many bytes, 35 instead of 23 MB at 50,000 pods). Each
+/// rebuild costs about a millisecond, and a dictionary lives as long as objects use it.
+const REBUILD_EVERY: usize = 10_000;
 const LEVEL: i32 = 3;
 
 /// A dictionary for decompressing. Objects keep the one they were compressed with; only

@@ -163,6 +163,19 @@ pub(super) fn rss_mb(pid: u32) -> Option<f64> {
     Some(kb / 1024.0)
 }
 
+/// CPU seconds (user and system) a process has used so far, from `/proc/<pid>/stat`.
+pub(super) fn cpu_secs(pid: u32) -> Option<f64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces; the fields after it are plain numbers.
+    let rest = &s[s.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    // utime and stime are fields 14 and 15, the 12th and 13th after the name.
+    let utime: f64 = fields.nth(11)?.parse().ok()?;
+    let stime: f64 = fields.next()?.parse().ok()?;
+    // Linux reports them in USER_HZ, which is 100 on every architecture it runs on.
+    Some((utime + stime) / 100.0)
+}
+
 /// Resident memory of a process once it has settled: sampled every second until it has
 /// not dropped by more than 1% for three samples (at most 30 s), so freed pages that the
 /// allocator returns to the system after its decay time (jemalloc: 10 s) are not counted

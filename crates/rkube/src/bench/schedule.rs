@@ -14,10 +14,10 @@ use kube::api::{Api, ListParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
 
-use super::api::{rss_mb, settled_rss_mb, spawn_server, spawn_server_with};
+use super::api::{cpu_secs, rss_mb, settled_rss_mb, spawn_server, spawn_server_with};
 use super::{AbortOnDrop, Latencies};
 
-/// What the bench's own watch reads of a pod: its uid and node. serde skips the rest
+/// What the bench's own watch reads of a pod: its uid, node and phase. serde skips the rest
 /// unread; decoding whole pods made this watch a fifth of the bench process's CPU, taken
 /// from the components it measures on a small machine.
 #[derive(Clone, Debug, serde::Deserialize)]
@@ -29,6 +29,13 @@ struct WatchedPod {
     metadata: ObjectMeta,
     #[serde(default)]
     spec: WatchedSpec,
+    #[serde(default)]
+    status: WatchedStatus,
+}
+
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+struct WatchedStatus {
+    phase: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, serde::Deserialize)]
@@ -90,6 +97,10 @@ impl Components {
         Ok(Components { children })
     }
 
+    fn pids(&self) -> impl Iterator<Item = (&'static str, u32)> + '_ {
+        self.children.iter().map(|(n, c)| (*n, c.id()))
+    }
+
     fn rss(&self) -> Vec<(&'static str, f64)> {
         self.children
             .iter()
@@ -112,6 +123,8 @@ struct Seen {
     created: HashMap<String, Instant>,
     done: HashSet<String>,
     bound: usize,
+    /// Bound pods the simulated nodes have since reported Running.
+    running: HashSet<String>,
     latencies: Latencies,
     last_bound: Option<Instant>,
 }
@@ -263,6 +276,9 @@ pub async fn run(args: ScheduleArgs) -> anyhow::Result<()> {
             let now = Instant::now();
             let uid = p.metadata.uid.clone().unwrap_or_default();
             let mut s = lock(&watched);
+            if p.status.phase.as_deref() == Some("Running") {
+                s.running.insert(uid.clone());
+            }
             if s.done.contains(&uid) {
                 continue;
             }
@@ -280,6 +296,14 @@ pub async fn run(args: ScheduleArgs) -> anyhow::Result<()> {
 
     let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
         Api::namespaced(client.clone(), "bench");
+    // Every process the run uses, for the CPU each spends on the pods.
+    let mut processes = vec![("server", pid)];
+    processes.extend(components.iter().flat_map(Components::pids));
+    processes.push(("bench (simulated nodes)", std::process::id()));
+    let cpu_at_start: Vec<f64> = processes
+        .iter()
+        .map(|(_, p)| cpu_secs(*p).unwrap_or(0.0))
+        .collect();
     let t0 = Instant::now();
     let mut left = args.pods;
     let mut i = 0;
@@ -323,6 +347,11 @@ pub async fn run(args: ScheduleArgs) -> anyhow::Result<()> {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    let cpu_used: Vec<f64> = processes
+        .iter()
+        .zip(&cpu_at_start)
+        .map(|((_, p), start)| cpu_secs(*p).unwrap_or(0.0) - start)
+        .collect();
     let (bound_at, latencies) = {
         let s = lock(&seen);
         (
@@ -336,7 +365,27 @@ pub async fn run(args: ScheduleArgs) -> anyhow::Result<()> {
     let metrics = client.request_text(req).await.unwrap_or_default();
     let (scheduled, busy) = scheduled_from_metrics(&metrics);
     let scheduler_only = if busy > 0.0 { scheduled / busy } else { 0.0 };
-    // Let the simulated kubelets settle, then the server's resident memory.
+    // Let the simulated kubelets finish reporting pods Running (their status patches
+    // stream on after the last binding), then take the server's resident memory.
+    let settle_deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let running = lock(&seen).running.len();
+        if running >= args.pods as usize {
+            println!(
+                "all pods running {:.1} s after the last was bound",
+                bound_at.elapsed().as_secs_f64()
+            );
+            break;
+        }
+        if Instant::now() >= settle_deadline {
+            println!(
+                "only {running} of {} pods running when memory was taken",
+                args.pods
+            );
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     tokio::time::sleep(Duration::from_secs(5)).await;
     let rss = rss_mb(pid).unwrap_or(0.0);
     let settled = settled_rss_mb(pid).await;
@@ -345,6 +394,17 @@ pub async fn run(args: ScheduleArgs) -> anyhow::Result<()> {
         args.pods,
         latencies.p50_ms(),
         latencies.p99_ms()
+    );
+    let cpu_total: f64 = cpu_used.iter().sum();
+    println!(
+        "cpu from the first creation to the last binding: {} = {cpu_total:.1} s, {:.2} ms per pod",
+        processes
+            .iter()
+            .zip(&cpu_used)
+            .map(|((name, _), s)| format!("{name} {s:.1} s"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        cpu_total * 1000.0 / f64::from(args.pods.max(1)),
     );
     if args.split {
         // The scheduler's cycle metrics are in its own process, not the server's.
@@ -375,6 +435,24 @@ pub async fn run(args: ScheduleArgs) -> anyhow::Result<()> {
         mb("rkube_watch_cache_live_body_bytes"),
         metric_sum(&settled_metrics, "apiserver_storage_objects"),
         metric_sum(&settled_metrics, "rkube_watch_cache_history_events"),
+    );
+    println!(
+        "server watch cache by resource: {}",
+        ["pods", "nodes", "leases.coordination.k8s.io"]
+            .iter()
+            .map(|r| {
+                let of = |name: &str| {
+                    metric_sum(&settled_metrics, &format!("{name}{{resource=\"{r}\"}}"))
+                };
+                format!(
+                    "{r} {:.1} MB of objects ({:.0} uncompressed) and {:.1} MB of history",
+                    of("rkube_watch_cache_object_bytes") / (1024.0 * 1024.0),
+                    of("rkube_watch_cache_plain_objects"),
+                    of("rkube_watch_cache_history_bytes") / (1024.0 * 1024.0),
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     println!(
         "server watchers: {:.0}, {:.0} messages queued for them",
