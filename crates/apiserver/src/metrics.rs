@@ -116,10 +116,7 @@ impl Metrics {
             info.api_version,
         );
         let mut inner = self.lock();
-        let series = match inner.requests.get_mut(&labels) {
-            Some(s) => s,
-            None => inner.requests.entry(labels).or_default(),
-        };
+        let series = inner.requests.entry(labels).or_default();
         match series.codes.iter_mut().find(|(c, _)| *c == code) {
             Some((_, n)) => *n += 1,
             None => series.codes.push((code, 1)),

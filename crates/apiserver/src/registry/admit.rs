@@ -219,7 +219,7 @@ impl admission::Cluster for Registry {
         let r = self.resource_of(group, plural)?;
         let ns = (!namespace.is_empty()).then_some(namespace);
         let key = r.info.key(ns, name);
-        Ok(r.cacher.get(&key).and_then(|o| r.parsed(&o)))
+        Ok(r.cached_parsed(&key))
     }
 
     async fn list(

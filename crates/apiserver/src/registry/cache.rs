@@ -512,10 +512,8 @@ struct State {
     /// What `events` cost (see [`history_cost`]; an object is counted even while it is
     /// also current).
     history_bytes: usize,
-    /// What `objects` hold (see [`footprint`]).
-    object_bytes: usize,
-    /// How many of `objects` are held uncompressed.
-    plain_objects: usize,
+    /// What `objects` hold.
+    held: Held,
     /// Events at or below this revision are no longer in `events`.
     window_floor: Revision,
     watchers: Vec<Watcher>,
@@ -596,8 +594,7 @@ impl Cacher {
                 revision: 0,
                 events: VecDeque::new(),
                 history_bytes: 0,
-                object_bytes: 0,
-                plain_objects: 0,
+                held: Held::default(),
                 window_floor: 0,
                 watchers: Vec::new(),
                 ready: !cached,
@@ -690,8 +687,10 @@ impl Cacher {
             .await?;
         {
             let mut st = self.lock();
-            st.object_bytes = objects.under("").map(footprint).sum();
-            st.plain_objects = objects.under("").filter(|o| is_plain(o)).count();
+            st.held = Held::default();
+            for o in objects.under("") {
+                st.held.add(o);
+            }
             st.objects = objects;
             st.revision = revision;
             st.window_floor = revision;
@@ -738,14 +737,10 @@ impl Cacher {
             Event::Progress { .. } => return,
             Event::Put { kv, .. } => {
                 let prev = st.objects.insert(Arc::clone(&obj));
-                st.object_bytes += footprint(&obj);
-                st.object_bytes = st
-                    .object_bytes
-                    .saturating_sub(prev.as_ref().map_or(0, footprint));
-                st.plain_objects += usize::from(is_plain(&obj));
-                st.plain_objects = st
-                    .plain_objects
-                    .saturating_sub(prev.as_ref().map_or(0, |p| usize::from(is_plain(p))));
+                st.held.add(&obj);
+                if let Some(p) = &prev {
+                    st.held.remove(p);
+                }
                 let kind = if prev.is_some() {
                     EventType::Modified
                 } else {
@@ -760,12 +755,9 @@ impl Cacher {
             }
             Event::Delete { revision, prev } => {
                 let old = st.objects.remove(&prev.key);
-                st.object_bytes = st
-                    .object_bytes
-                    .saturating_sub(old.as_ref().map_or(0, footprint));
-                st.plain_objects = st
-                    .plain_objects
-                    .saturating_sub(old.as_ref().map_or(0, |p| usize::from(is_plain(p))));
+                if let Some(o) = &old {
+                    st.held.remove(o);
+                }
                 CacheEvent {
                     kind: EventType::Deleted,
                     obj,
@@ -976,8 +968,8 @@ impl Cacher {
         CacheSizes {
             dict_bytes,
             objects: st.objects.len(),
-            object_bytes: st.object_bytes,
-            plain_objects: st.plain_objects,
+            object_bytes: st.held.bytes,
+            plain_objects: st.held.plain,
             events: st.events.len(),
             history_bytes: st.history_bytes,
             watchers: st.watchers.len(),
@@ -1023,12 +1015,35 @@ fn history_cost(ev: &CacheEvent) -> usize {
 const OBJECT_ALLOCATION: usize = 80;
 const META_ALLOCATION: usize = 64;
 
-/// The heap bytes one current object costs the cache.
-fn is_plain(o: &CachedObject) -> bool {
-    matches!(o.body, Body::Plain(_))
+/// What a cache's current objects cost: their heap bytes (see [`footprint`]) and how many
+/// are held uncompressed.
+#[derive(Debug, Default, Clone, Copy)]
+struct Held {
+    bytes: usize,
+    plain: usize,
 }
 
-fn footprint(o: &Arc<CachedObject>) -> usize {
+impl Held {
+    /// What `o` adds: its bytes, and 1 if it is plain.
+    fn of(o: &CachedObject) -> (usize, usize) {
+        (footprint(o), usize::from(matches!(o.body, Body::Plain(_))))
+    }
+
+    fn add(&mut self, o: &CachedObject) {
+        let (bytes, plain) = Held::of(o);
+        self.bytes += bytes;
+        self.plain += plain;
+    }
+
+    fn remove(&mut self, o: &CachedObject) {
+        let (bytes, plain) = Held::of(o);
+        self.bytes = self.bytes.saturating_sub(bytes);
+        self.plain = self.plain.saturating_sub(plain);
+    }
+}
+
+/// The heap bytes one current object costs the cache.
+fn footprint(o: &CachedObject) -> usize {
     // The object's and its index's allocations, and the map's entry (a pointer).
     o.body.stored() + o.heap_bytes() + OBJECT_ALLOCATION + META_ALLOCATION + 8
 }

@@ -132,6 +132,12 @@ impl Resource {
         self.parsed.get_or_parse(o.key(), o.rv, || self.parse(o))
     }
 
+    /// The object at `key` as the watch cache has it, parsed (see [`Resource::parsed`]).
+    pub fn cached_parsed(&self, key: &str) -> Option<Arc<Value>> {
+        let o = self.cacher.get(key)?;
+        self.parsed(&o)
+    }
+
     /// A cached object of this resource parsed and converted to this version, unshared.
     pub fn parse(&self, o: &CachedObject) -> Option<Value> {
         o.value().map(|v| convert::from_storage(&self.info, v))
@@ -674,9 +680,7 @@ impl Registry {
         // cache does not have it (yet).
         let key = format!("/registry/namespaces/{ns}");
         let namespaces = self.all().first_version("", "namespaces").cloned();
-        let cached = namespaces
-            .as_ref()
-            .and_then(|r| r.cacher.get(&key).and_then(|o| r.parsed(&o)));
+        let cached = namespaces.as_ref().and_then(|r| r.cached_parsed(&key));
         let namespace = match cached {
             Some(v) => v,
             None => {
@@ -860,13 +864,11 @@ impl Registry {
                 None
             };
             let fresh = cached.is_none();
-            let (current, old) = match cached {
-                Some((rev, obj)) => (Some(rev), Some(obj)),
-                None => match self.read_current(r, &key, name).await? {
-                    Some((rev, obj)) => (Some(rev), Some(obj)),
-                    None => (None, None),
-                },
+            let found = match cached {
+                Some(c) => Some(c),
+                None => self.read_current(r, &key, name).await?,
             };
+            let (current, old) = found.unzip();
             if let Some(o) = &old
                 && !opts.include_uninitialized
                 && api::kinds::initializers::is_uninitialized(o)
