@@ -140,7 +140,10 @@ pub enum Change {
 /// The dependency graph.
 #[derive(Debug, Default)]
 pub struct Graph {
-    nodes: HashMap<Uid, Node>,
+    /// Boxed: a node is about 200 bytes, and a table sized for tens of thousands of
+    /// objects keeps room for as many again (measured: 30 MB inline at 60,000 objects,
+    /// half of it empty slots).
+    nodes: HashMap<Uid, Box<Node>>,
     /// Owners confirmed absent (upstream's `absentOwnerCache`), by identity.
     absent: HashSet<Identity>,
     absent_order: std::collections::VecDeque<Identity>,
@@ -175,7 +178,7 @@ impl Graph {
     }
 
     pub fn node(&self, uid: &str) -> Option<&Node> {
-        self.nodes.get(uid)
+        self.nodes.get(uid).map(|n| &**n)
     }
 
     /// The uids observed by the watch `source`.
@@ -238,7 +241,7 @@ impl Graph {
                 virtual_node: false,
                 source: Some(source),
             };
-            self.nodes.insert(Arc::clone(&uid), node);
+            self.nodes.insert(Arc::clone(&uid), Box::new(node));
             let owners = meta.owners.clone();
             self.add_to_owners(&uid, &owners, work);
             self.transitions(&uid, false, false, &meta, work);
@@ -414,7 +417,7 @@ impl Graph {
                     dependents.insert(Arc::clone(uid));
                     self.nodes.insert(
                         Arc::clone(&o.uid),
-                        Node {
+                        Box::new(Node {
                             identity: owner_identity(o, &namespace),
                             owners: Vec::new(),
                             dependents,
@@ -423,7 +426,7 @@ impl Graph {
                             orphaning: false,
                             virtual_node: true,
                             source: None,
-                        },
+                        }),
                     );
                     work.push(Work::AttemptToDelete(Arc::clone(&o.uid)));
                 }
@@ -475,7 +478,7 @@ impl Graph {
         };
         n.dependents
             .iter()
-            .filter_map(|d| self.nodes.get(d))
+            .filter_map(|d| self.nodes.get(d).map(|n| &**n))
             .filter(|d| {
                 d.owners
                     .iter()
@@ -491,7 +494,7 @@ impl Graph {
             .map(|n| {
                 n.dependents
                     .iter()
-                    .filter_map(|d| self.nodes.get(d))
+                    .filter_map(|d| self.nodes.get(d).map(|n| &**n))
                     .collect()
             })
             .unwrap_or_default()

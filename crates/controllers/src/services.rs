@@ -186,26 +186,27 @@ pub fn find_port(pod: &CachedPod, svc_port: &ServicePort) -> Option<i32> {
 }
 
 /// What of a pod matters to the endpoints, to tell which pod updates concern its
-/// Services (upstream's `podEndpointsChanged`).
+/// Services (upstream's `podEndpointsChanged`). It borrows from the pod, so the previous
+/// version of each pod is kept as the informer's shared object, not as a copy.
 #[derive(Clone, Debug, PartialEq)]
-pub struct PodView {
-    pub namespace: String,
-    pub labels: Option<BTreeMap<String, String>>,
-    hostname: (Option<String>, Option<String>),
+pub struct PodView<'a> {
+    pub namespace: &'a str,
+    pub labels: Option<&'a BTreeMap<String, String>>,
+    hostname: (Option<&'a str>, Option<&'a str>),
     deleting: bool,
     ready: bool,
-    ips: Vec<String>,
+    ips: Vec<&'a str>,
 }
 
-impl PodView {
-    pub fn of(pod: &CachedPod) -> PodView {
+impl<'a> PodView<'a> {
+    pub fn of(pod: &'a CachedPod) -> PodView<'a> {
         let spec = pod.spec.as_ref();
         PodView {
-            namespace: pod.metadata.namespace.clone().unwrap_or_default(),
-            labels: pod.metadata.labels.clone().filter(|l| !l.is_empty()),
+            namespace: pod.metadata.namespace.as_deref().unwrap_or_default(),
+            labels: pod.metadata.labels.as_ref().filter(|l| !l.is_empty()),
             hostname: (
-                spec.and_then(|s| s.hostname.clone()),
-                spec.and_then(|s| s.subdomain.clone()),
+                spec.and_then(|s| s.hostname.as_deref()),
+                spec.and_then(|s| s.subdomain.as_deref()),
             ),
             deleting: pod.metadata.deletion_timestamp.is_some(),
             ready: is_pod_ready(pod),
@@ -213,7 +214,7 @@ impl PodView {
                 .status
                 .as_ref()
                 .and_then(|s| s.pod_ips.as_ref())
-                .map(|ips| ips.iter().map(|i| i.ip.clone()).collect())
+                .map(|ips| ips.iter().map(|i| i.ip.as_str()).collect())
                 .unwrap_or_default(),
         }
     }
@@ -223,14 +224,12 @@ impl PodView {
 /// no new view): the Services whose endpoints a pod change may alter.
 pub fn services_to_update(
     services: &[Arc<Service>],
-    old: Option<&PodView>,
-    new: Option<&PodView>,
+    old: Option<&PodView<'_>>,
+    new: Option<&PodView<'_>>,
 ) -> BTreeSet<String> {
     match (old, new) {
         (None, None) => BTreeSet::new(),
-        (Some(p), None) | (None, Some(p)) => {
-            services_for_labels(services, &p.namespace, p.labels.as_ref())
-        }
+        (Some(p), None) | (None, Some(p)) => services_for_labels(services, p.namespace, p.labels),
         (Some(old), Some(new)) => {
             let labels_changed = old.labels != new.labels || old.hostname != new.hostname;
             let pod_changed =
@@ -238,11 +237,11 @@ pub fn services_to_update(
             if !labels_changed && !pod_changed {
                 return BTreeSet::new();
             }
-            let now = services_for_labels(services, &new.namespace, new.labels.as_ref());
+            let now = services_for_labels(services, new.namespace, new.labels);
             if !labels_changed {
                 return now;
             }
-            let before = services_for_labels(services, &old.namespace, old.labels.as_ref());
+            let before = services_for_labels(services, old.namespace, old.labels);
             if pod_changed {
                 now.union(&before).cloned().collect()
             } else {
@@ -339,13 +338,25 @@ pub fn follow_services_and_pods(
     let mut pod_events = pods.subscribe();
     let q = queue.clone();
     let store = services.store.clone();
+    let pod_store = pods.store.clone();
     tokio::spawn(async move {
-        let mut seen: HashMap<String, PodView> = HashMap::new();
+        // Each pod's last version, to compare an update with: the informer's own object
+        // (shared, not a copy). A list's objects are the store's only once it ends, so at
+        // the start and end of one this is re-read from the store (which also forgets pods
+        // deleted while the watch was down).
+        let mut seen: HashMap<String, Arc<CachedPod>> = HashMap::new();
         loop {
             let (pod, gone) = match informers::next(&mut pod_events).await {
                 Next::Apply(p) => (p, false),
                 Next::Delete(p) => (p, true),
-                Next::Other => continue,
+                Next::Other => {
+                    seen = pod_store
+                        .state()
+                        .into_iter()
+                        .map(|p| (p.metadata.uid.clone().unwrap_or_default(), p))
+                        .collect();
+                    continue;
+                }
                 Next::Resync => {
                     seen.clear();
                     enqueue_all(&store, &q);
@@ -354,15 +365,16 @@ pub fn follow_services_and_pods(
                 Next::Closed => break,
             };
             let uid = pod.metadata.uid.clone().unwrap_or_default();
-            let view = PodView::of(&pod);
             let old = if gone {
                 seen.remove(&uid)
             } else {
-                seen.insert(uid, view.clone())
+                seen.insert(uid, Arc::clone(&pod))
             };
+            let view = PodView::of(&pod);
             let keys = if gone {
                 services_to_update(&store.state(), None, Some(&view))
             } else {
+                let old = old.as_deref().map(PodView::of);
                 services_to_update(&store.state(), old.as_ref(), Some(&view))
             };
             for key in keys {

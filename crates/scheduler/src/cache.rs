@@ -324,7 +324,7 @@ impl Cache {
         let node = &self.nodes[node_slot];
         let mut visited: Vec<usize> = self.unindexed.clone();
         for (k, v) in &pod.labels {
-            if let Some(list) = self.by_label.get(&(k.clone(), v.clone())) {
+            if let Some(list) = self.by_label.get(&(k.to_string(), v.to_string())) {
                 visited.extend(list.iter().copied());
             }
         }

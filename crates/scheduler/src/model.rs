@@ -379,6 +379,70 @@ pub struct SpreadConstraint {
     pub honor_node_taints: bool,
 }
 
+/// A pod's labels, compact: sorted pairs in one allocation. The scheduler keeps every
+/// pod's, and a `BTreeMap` of a pod's two or three labels costs about 700 bytes (its leaf
+/// node is sized for eleven), these about 130.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PodLabels(Box<[(Box<str>, Box<str>)]>);
+
+impl PodLabels {
+    pub fn get(&self, key: &str) -> Option<&str> {
+        let i = self.0.binary_search_by(|(k, _)| (**k).cmp(key)).ok()?;
+        self.0.get(i).map(|(_, v)| &**v)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (&**k, &**v))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Sets `key` to `value`.
+    pub fn insert(&mut self, key: &str, value: &str) {
+        let mut pairs = std::mem::take(&mut self.0).into_vec();
+        match pairs.binary_search_by(|(k, _)| (**k).cmp(key)) {
+            Ok(i) => {
+                if let Some(pair) = pairs.get_mut(i) {
+                    pair.1 = value.into();
+                }
+            }
+            Err(i) => pairs.insert(i, (key.into(), value.into())),
+        }
+        self.0 = pairs.into_boxed_slice();
+    }
+}
+
+impl From<&BTreeMap<String, String>> for PodLabels {
+    fn from(labels: &BTreeMap<String, String>) -> Self {
+        PodLabels(
+            labels
+                .iter()
+                .map(|(k, v)| (k.as_str().into(), v.as_str().into()))
+                .collect(),
+        )
+    }
+}
+
+impl api::selector::Labels for PodLabels {
+    fn get_label(&self, key: &str) -> Option<&str> {
+        self.get(key)
+    }
+}
+
+impl<'a> IntoIterator for &'a PodLabels {
+    type Item = (&'a str, &'a str);
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'a, (Box<str>, Box<str>)>,
+        fn(&'a (Box<str>, Box<str>)) -> (&'a str, &'a str),
+    >;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|(k, v)| (&**k, &**v))
+    }
+}
+
 /// A pod as the scheduler sees it.
 #[derive(Clone, Debug, Default)]
 pub struct PodInfo {
@@ -386,7 +450,7 @@ pub struct PodInfo {
     pub name: String,
     pub uid: String,
     pub resource_version: String,
-    pub labels: BTreeMap<String, String>,
+    pub labels: PodLabels,
     pub scheduler_name: String,
     /// `spec.nodeName` (empty while unscheduled).
     pub node_name: String,
@@ -526,7 +590,11 @@ impl PodInfo {
                 })
             })
             .collect();
-        let labels = meta.labels.clone().unwrap_or_default();
+        let labels = meta
+            .labels
+            .as_ref()
+            .map(PodLabels::from)
+            .unwrap_or_default();
         let spread = spec
             .topology_spread_constraints
             .iter()
@@ -539,7 +607,7 @@ impl PodInfo {
                     .match_label_keys
                     .iter()
                     .flatten()
-                    .filter_map(|k| labels.get(k).map(|v| (k.as_str(), v.as_str())))
+                    .filter_map(|k| labels.get(k).map(|v| (k.as_str(), v)))
                     .collect();
                 if !extra.is_empty() {
                     let more = LabelSelector::from_set(extra);
@@ -775,6 +843,32 @@ pub fn normalize_image(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pod_labels_are_sorted_pairs_read_as_a_map() {
+        let map: BTreeMap<String, String> = [("b", "2"), ("a", "1"), ("c", "")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let mut labels = PodLabels::from(&map);
+        assert_eq!(labels.get("a"), Some("1"));
+        assert_eq!(labels.get("c"), Some(""));
+        assert_eq!(labels.get("d"), None);
+        assert_eq!(
+            labels.iter().collect::<Vec<_>>(),
+            [("a", "1"), ("b", "2"), ("c", "")]
+        );
+        let selector = LabelSelector::from_set([("a", "1"), ("b", "2")]);
+        assert!(selector.matches_labels(&labels));
+        labels.insert("b", "3");
+        labels.insert("0", "z");
+        assert!(!selector.matches_labels(&labels));
+        assert_eq!(
+            (&labels).into_iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            ["0", "a", "b", "c"]
+        );
+        assert!(PodLabels::default().is_empty());
+    }
 
     #[test]
     fn images_are_normalized_as_docker_references() {

@@ -455,7 +455,7 @@ mod tests {
         same.marked_unschedulable = true;
         q.add(Arc::new(same.clone()), t0);
         assert_eq!(q.lengths().unschedulable, 1);
-        same.labels.insert("x".into(), "y".into());
+        same.labels.insert("x", "y");
         q.add(Arc::new(same), t0 + INITIAL_BACKOFF);
         assert_eq!(q.lengths().active, 1);
         q.delete("a");

@@ -346,7 +346,7 @@ fn counters_stay_equal_to_a_recount() {
     }
     let mut expect: BTreeMap<String, u32> = BTreeMap::new();
     for (p, node) in c.pods() {
-        if p.labels.get("app").map(String::as_str) == Some("a") {
+        if p.labels.get("app") == Some("a") {
             let zone = c.node(node).unwrap().labels["topology.kubernetes.io/zone"].clone();
             *expect.entry(zone).or_default() += 1;
         }
