@@ -30,6 +30,9 @@ use tokio::sync::mpsc;
 use crate::gc::{self, Change, Decision, Graph, Identity, Meta, OwnerRef, OwnerState, Uid, Work};
 use runtime::leanmeta::LeanObject;
 
+use crate::cachedpod::CachedPod;
+use crate::informers::{self, Informer, Next};
+
 /// Why one attempt failed (it is retried, rate-limited).
 #[derive(Debug, thiserror::Error)]
 pub enum GcError {
@@ -89,6 +92,8 @@ struct Shared {
     /// Asks for discovery to run again (a kind nothing maps yet: maybe a new CRD).
     rediscover: tokio::sync::Notify,
     events: runtime::events::Recorder,
+    /// The controller manager's pod informer, read instead of a second watch of pods.
+    pods: Option<Arc<Informer<CachedPod>>>,
 }
 
 impl Shared {
@@ -178,8 +183,15 @@ pub fn meta_of(r: &ApiResource, m: &ObjectMeta) -> Option<Meta> {
     })
 }
 
-/// Runs the garbage collector until the process ends.
-pub async fn run_garbage_collector(client: Client, options: Options) {
+/// Runs the garbage collector until the process ends. `pods` is the controller manager's
+/// shared pod informer when it runs one: the collector follows it rather than watching
+/// pods a second time (as upstream's takes a resource's shared informer when a controller
+/// already has one); every other resource gets a metadata watch of its own.
+pub async fn run_garbage_collector(
+    client: Client,
+    options: Options,
+    pods: Option<Arc<Informer<CachedPod>>>,
+) {
     let (tx, rx) = mpsc::channel(4096);
     let events = crate::run::recorder(&client, "garbage-collector-controller");
     let shared = Arc::new(Shared {
@@ -191,6 +203,7 @@ pub async fn run_garbage_collector(client: Client, options: Options) {
         input: tx,
         rediscover: tokio::sync::Notify::new(),
         events,
+        pods,
     });
     let (synced_tx, mut synced_rx) = tokio::sync::watch::channel(HashSet::<usize>::new());
     tokio::spawn(build_graph(Arc::clone(&shared), rx, synced_tx));
@@ -302,7 +315,12 @@ async fn resync_monitors(
         }
         let source = *next_source;
         *next_source += 1;
-        let task = tokio::spawn(monitor(Arc::clone(shared), source, ar));
+        let task = match &shared.pods {
+            Some(pods) if ar.group.is_empty() && ar.plural == "pods" => tokio::spawn(
+                follow_informer(Arc::clone(shared), source, ar, Arc::clone(pods)),
+            ),
+            _ => tokio::spawn(monitor(Arc::clone(shared), source, ar)),
+        };
         monitors.insert(key, (source, task));
     }
     Ok(())
@@ -338,6 +356,78 @@ async fn monitor(shared: Arc<Shared>, source: usize, ar: ApiResource) {
             return;
         }
     }
+}
+
+/// One resource's graph input from an informer the controller manager already runs. The
+/// start and end of each of its lists, and events missed, become a pass over its store
+/// (as a relist of a watch of our own would be): the graph learns every object and
+/// forgets those gone.
+async fn follow_informer<K>(
+    shared: Arc<Shared>,
+    source: usize,
+    ar: ApiResource,
+    informer: Arc<Informer<K>>,
+) where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync,
+    K: 'static,
+    K::DynamicType: std::hash::Hash + Eq + Clone + Default,
+{
+    let mut events = informer.subscribe();
+    informer.synced().await;
+    if !relist_from(&shared, source, &ar, &informer).await {
+        return;
+    }
+    loop {
+        let input = match informers::next(&mut events).await {
+            Next::Apply(o) => match meta_of(&ar, o.meta()) {
+                Some(m) => Input::Apply(source, m, false),
+                None => continue,
+            },
+            Next::Delete(o) => match meta_of(&ar, o.meta()) {
+                Some(m) => Input::Delete(m),
+                None => continue,
+            },
+            Next::Other | Next::Resync => {
+                if relist_from(&shared, source, &ar, &informer).await {
+                    continue;
+                }
+                return;
+            }
+            Next::Closed => return,
+        };
+        if shared.input.send(input).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Feeds the graph builder a list of `source` from `informer`'s store; false once the
+/// builder is gone.
+async fn relist_from<K>(
+    shared: &Shared,
+    source: usize,
+    ar: &ApiResource,
+    informer: &Informer<K>,
+) -> bool
+where
+    K: kube::Resource + Clone + 'static,
+    K::DynamicType: std::hash::Hash + Eq + Clone,
+{
+    let objects = informer.store.state();
+    let inputs = std::iter::once(Input::Init(source))
+        .chain(
+            objects
+                .iter()
+                .filter_map(|o| meta_of(ar, o.meta()))
+                .map(|m| Input::Apply(source, m, true)),
+        )
+        .chain(std::iter::once(Input::InitDone(source)));
+    for input in inputs {
+        if shared.input.send(input).await.is_err() {
+            return false;
+        }
+    }
+    true
 }
 
 /// The graph builder: applies the monitors' events in order and queues the work.

@@ -473,7 +473,11 @@ pub async fn run_controllers(
             d_writer,
             5
         ),
-        controllers::gcloop::run_garbage_collector(gc_writer, Default::default()),
+        controllers::gcloop::run_garbage_collector(
+            gc_writer,
+            Default::default(),
+            Some(Arc::clone(&pods))
+        ),
         controllers::podgc::run_pod_gc(
             Arc::clone(&pods),
             Arc::clone(&nodes),
