@@ -372,8 +372,12 @@ async fn follow_informer<K>(
     K: 'static,
     K::DynamicType: std::hash::Hash + Eq + Clone + Default,
 {
-    let mut events = informer.subscribe();
+    // Subscribed once the informer's first list is in, then its store read: what changed
+    // before the subscription is in the store, what changes after arrives as an event. (A
+    // subscription from the start would queue the first list's events and its start and
+    // end, each end a second and third pass over every object.)
     informer.synced().await;
+    let mut events = informer.subscribe();
     if !relist_from(&shared, source, &ar, &informer).await {
         return;
     }
