@@ -4,20 +4,27 @@
 //! recent events and bumps the committed revision. Each watch is a task that remembers the
 //! last revision it delivered; when the committed revision moves it reads the missing range
 //! from the ring, or from the backend's history (the log on disk) when the ring no longer
-//! reaches back that far. A slow watcher therefore never blocks the writer and never loses
+//! reaches back that far. "That far" is judged per key group (a key up to its third `/`,
+//! one resource of the API server's keyspace): the ring remembers the last revision it
+//! dropped of each group, so a quiet resource's watch, left unpolled while a burst of pod
+//! writes turned the ring over, still reads the ring rather than scanning the log. The
+//! writer takes a key's previous value from the ring when its write is still there, so
+//! an update's event holds the value it replaced once, shared with the event before it. A slow watcher therefore never blocks the writer and never loses
 //! events: it falls back to the log, and only compaction of that log can end it (with
 //! [`StoreError::Compacted`]).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
+use bytes::Bytes;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use crate::{
-    Event, Result, Revision, StoreError, WatchOptions, WatchStream, prefix_end, validate_prefix,
+    Event, KeyValue, Result, Revision, StoreError, WatchOptions, WatchStream, prefix_end,
+    validate_prefix,
 };
 
 /// Where a watch reads events that are no longer in the ring.
@@ -40,21 +47,97 @@ const HISTORY_PAGE: usize = 1000;
 const WATCH_CHANNEL: usize = 256;
 
 struct Ring {
-    events: VecDeque<Event>,
+    /// Recent events, each with the bytes it was counted for.
+    events: VecDeque<(Event, usize)>,
     /// The ring holds every event with a revision greater than this.
     floor: Revision,
+    /// The ring's first revision: every event after it has been in the ring.
+    start: Revision,
+    /// The highest revision dropped from the ring, per key group (see [`group`]): a watch
+    /// whose prefix lies within one group needs the log only when an event of that group
+    /// it has not delivered was dropped, so a quiet resource's watch that was not polled
+    /// while the ring turned over (thousands of pod writes) still reads the ring.
+    dropped: HashMap<Box<str>, Revision>,
     bytes: usize,
     max_events: usize,
     max_bytes: usize,
 }
 
-fn event_bytes(ev: &Event) -> usize {
-    match ev {
-        Event::Put { kv, prev } => {
-            kv.key.len() + kv.value.len() + prev.as_ref().map_or(0, |p| p.value.len()) + 64
+/// The group a key or a watch prefix belongs to: its text up to its third `/`
+/// (`/registry/pods/` for `/registry/pods/default/web-1`), or `None` when it has fewer.
+/// Every key under a prefix that has a group is in that group.
+fn group(key: &str) -> Option<&str> {
+    key.match_indices('/').nth(2).map(|(i, _)| &key[..=i])
+}
+
+impl Ring {
+    /// The revision after which the ring holds every event under `prefix`.
+    fn covers_after(&self, prefix: &str) -> Revision {
+        if self.max_events == 0 {
+            return self.floor;
         }
-        Event::Delete { prev, .. } => prev.key.len() + prev.value.len() + 64,
-        Event::Progress { .. } => 16,
+        match group(prefix) {
+            Some(g) => self.dropped.get(g).copied().unwrap_or(0).max(self.start),
+            None => self.floor,
+        }
+    }
+
+    /// Appends published events, then drops the oldest while either bound is passed.
+    fn push(&mut self, events: Vec<Event>) {
+        for ev in events {
+            let cost = self.cost(&ev);
+            self.bytes += cost;
+            self.events.push_back((ev, cost));
+        }
+        while self.events.len() > self.max_events
+            || (self.bytes > self.max_bytes && self.events.len() > 1)
+        {
+            let Some((old, cost)) = self.events.pop_front() else {
+                break;
+            };
+            self.bytes -= cost;
+            self.floor = old.revision();
+            let g = old.key().map_or("", |k| group(k).unwrap_or(""));
+            match self.dropped.get_mut(g) {
+                Some(r) => *r = self.floor,
+                None => {
+                    self.dropped.insert(g.into(), self.floor);
+                }
+            }
+        }
+    }
+
+    /// The event at `revision`, if the ring holds it.
+    fn at(&self, revision: Revision) -> Option<&Event> {
+        let i = self
+            .events
+            .partition_point(|(e, _)| e.revision() < revision);
+        self.events
+            .get(i)
+            .map(|(e, _)| e)
+            .filter(|e| e.revision() == revision)
+    }
+
+    /// The memory an event adds: its key and value, and its previous value unless that
+    /// is the value of the event before it, still in the ring (the writer takes the
+    /// previous value from the ring when it is there, see [`Hub::value_at`]).
+    fn cost(&self, ev: &Event) -> usize {
+        let shared = |prev: &KeyValue| {
+            self.at(prev.mod_revision).is_some_and(|e| match e {
+                Event::Put { kv, .. } => kv.value.as_ptr() == prev.value.as_ptr(),
+                _ => false,
+            })
+        };
+        let prev_bytes = |prev: &KeyValue| {
+            if shared(prev) { 0 } else { prev.value.len() }
+        };
+        match ev {
+            Event::Put { kv, prev } => {
+                kv.key.len() + kv.value.len() + prev.as_ref().map_or(0, prev_bytes) + 64
+            }
+            Event::Delete { prev, .. } => prev.key.len() + prev_bytes(prev) + 64,
+            Event::Progress { .. } => 16,
+        }
     }
 }
 
@@ -74,6 +157,8 @@ impl Hub {
             ring: RwLock::new(Ring {
                 events: VecDeque::new(),
                 floor: current,
+                start: current,
+                dropped: HashMap::new(),
                 bytes: 0,
                 max_events,
                 max_bytes,
@@ -95,6 +180,20 @@ impl Hub {
         self.committed.send_modify(|_| {});
     }
 
+    /// The value written at `revision`, if the ring still holds that event: the writer
+    /// takes a key's previous value from here rather than reading it back from disk, and
+    /// the ring then holds that value once.
+    pub(crate) fn value_at(&self, revision: Revision) -> Option<Bytes> {
+        let ring = match self.ring.read() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        match ring.at(revision)? {
+            Event::Put { kv, .. } => Some(kv.value.clone()),
+            _ => None,
+        }
+    }
+
     pub(crate) fn committed(&self) -> Revision {
         *self.committed.borrow()
     }
@@ -110,18 +209,7 @@ impl Hub {
             if ring.max_events == 0 {
                 ring.floor = revision;
             } else {
-                for ev in events {
-                    ring.bytes += event_bytes(&ev);
-                    ring.events.push_back(ev);
-                }
-                while ring.events.len() > ring.max_events
-                    || (ring.bytes > ring.max_bytes && ring.events.len() > 1)
-                {
-                    if let Some(old) = ring.events.pop_front() {
-                        ring.bytes -= event_bytes(&old);
-                        ring.floor = old.revision();
-                    }
-                }
+                ring.push(events);
             }
         }
         self.committed.send_replace(revision);
@@ -139,13 +227,14 @@ impl Hub {
             Ok(g) => g,
             Err(poisoned) => poisoned.into_inner(),
         };
-        if after < ring.floor {
+        if after < ring.covers_after(prefix) {
             return None;
         }
-        let start = ring.events.partition_point(|e| e.revision() <= after);
+        let start = ring.events.partition_point(|(e, _)| e.revision() <= after);
         Some(
             ring.events
                 .range(start..)
+                .map(|(e, _)| e)
                 .take_while(|e| e.revision() <= up_to)
                 .filter(|e| {
                     e.key()
@@ -216,6 +305,7 @@ impl Hub {
                 let (batch, reached) = match self.ring_range(prefix, end, last, committed) {
                     Some(evs) => (evs, committed),
                     None => {
+                        tracing::debug!(prefix, after = last, committed, "watch reads the log");
                         let evs = history
                             .events(prefix, end, last, committed, HISTORY_PAGE)
                             .await?;
@@ -274,5 +364,155 @@ async fn sleep_until_opt(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use tokio_stream::StreamExt;
+
+    use super::*;
+
+    /// A log of every event, which records the ranges asked of it.
+    #[derive(Default)]
+    struct Log {
+        events: Vec<Event>,
+        asked: Mutex<Vec<(String, Revision)>>,
+    }
+
+    #[async_trait]
+    impl History for Log {
+        async fn events(
+            &self,
+            prefix: &str,
+            _end: Option<&str>,
+            after: Revision,
+            up_to: Revision,
+            _limit: usize,
+        ) -> Result<Vec<Event>> {
+            self.asked.lock().unwrap().push((prefix.to_string(), after));
+            Ok(self
+                .events
+                .iter()
+                .filter(|e| e.revision() > after && e.revision() <= up_to)
+                .filter(|e| e.key().is_some_and(|k| k.starts_with(prefix)))
+                .cloned()
+                .collect())
+        }
+    }
+
+    async fn next(w: &mut WatchStream) -> Event {
+        tokio::time::timeout(Duration::from_secs(5), w.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap()
+    }
+
+    fn put(key: &str, value: Bytes, revision: Revision, prev: Option<KeyValue>) -> Event {
+        Event::Put {
+            kv: KeyValue {
+                key: key.to_string(),
+                value,
+                create_revision: prev.as_ref().map_or(revision, |p| p.create_revision),
+                mod_revision: revision,
+            },
+            prev,
+        }
+    }
+
+    #[test]
+    fn groups_are_a_key_up_to_its_third_slash() {
+        assert_eq!(group("/registry/pods/default/web"), Some("/registry/pods/"));
+        assert_eq!(group("/registry/pods/"), Some("/registry/pods/"));
+        assert_eq!(
+            group("/registry/services/specs/"),
+            Some("/registry/services/")
+        );
+        assert_eq!(group("/registry/pods"), None);
+        assert_eq!(group("/"), None);
+    }
+
+    /// A quiet resource's watch that falls behind while another resource's writes turn
+    /// the ring over still reads the ring; a watch of the busy resource reads the log.
+    #[tokio::test]
+    async fn only_a_watch_whose_own_events_were_dropped_reads_the_log() {
+        let hub = Hub::new(1, 4, 1 << 20);
+        // Ten pod writes in one publish (the ring keeps the last four), then a configmap.
+        let pods: Vec<Event> = (2..12)
+            .map(|r| {
+                put(
+                    &format!("/registry/pods/ns/p{r}"),
+                    Bytes::from("x"),
+                    r,
+                    None,
+                )
+            })
+            .collect();
+        let cm = put("/registry/configmaps/ns/c", Bytes::from("y"), 12, None);
+        let log = Arc::new(Log {
+            events: pods.iter().chain([&cm]).cloned().collect(),
+            asked: Mutex::default(),
+        });
+        let watch = |prefix: &str| {
+            let history = Arc::clone(&log) as Arc<dyn History>;
+            hub.watch(history, prefix, 1, 0, WatchOptions::default())
+                .unwrap()
+        };
+        let (mut quiet, mut busy) = (watch("/registry/configmaps/"), watch("/registry/pods/"));
+        hub.publish(pods, 11);
+        hub.publish(vec![cm], 12);
+        assert_eq!(next(&mut quiet).await.revision(), 12);
+        assert_eq!(next(&mut busy).await.revision(), 2);
+        // Only the pods' watch asked the log.
+        let asked = log.asked.lock().unwrap().clone();
+        assert_eq!(asked, vec![("/registry/pods/".to_string(), 1)]);
+    }
+
+    /// An update whose previous value is the ring's own costs only its new value.
+    #[test]
+    fn a_previous_value_shared_with_the_ring_is_counted_once() {
+        let hub = Hub::new(1, 100, 1 << 20);
+        let v1 = Bytes::from(vec![b'a'; 1000]);
+        hub.publish(vec![put("/r/p/a", v1, 2, None)], 2);
+        let prev = KeyValue {
+            key: "/r/p/a".to_string(),
+            value: hub.value_at(2).unwrap(),
+            create_revision: 2,
+            mod_revision: 2,
+        };
+        let before = hub.ring.read().unwrap().bytes;
+        hub.publish(
+            vec![put("/r/p/a", Bytes::from(vec![b'b'; 1000]), 3, Some(prev))],
+            3,
+        );
+        let added = hub.ring.read().unwrap().bytes - before;
+        assert!(added < 1100, "{added}");
+        // A previous value read from elsewhere (the log) is counted.
+        let copied = KeyValue {
+            key: "/r/p/a".to_string(),
+            value: Bytes::from(vec![b'b'; 1000]),
+            create_revision: 2,
+            mod_revision: 3,
+        };
+        let before = hub.ring.read().unwrap().bytes;
+        hub.publish(
+            vec![put(
+                "/r/p/a",
+                Bytes::from(vec![b'c'; 1000]),
+                4,
+                Some(copied),
+            )],
+            4,
+        );
+        let added = hub.ring.read().unwrap().bytes - before;
+        assert!(added > 2000, "{added}");
+        assert!(hub.value_at(1).is_none());
+        assert_eq!(hub.value_at(4).unwrap()[0], b'c');
     }
 }

@@ -73,9 +73,11 @@ pub struct SqliteOptions {
     /// Recent events kept in memory for watchers (count and bytes). The API server's watch
     /// caches hold their own history, so this ring only spares a resuming watch (a cache
     /// catching up after a failure, a client resuming from beyond a cache's window) the
-    /// log on disk. Both bounds count: 2 MiB holds a few hundred pod updates (each event
-    /// carries the value and the one it replaced), a fraction of a second at thousands of
-    /// writes per second; a watch further behind reads the log.
+    /// log on disk. Both bounds count: 2,048 events, under a second at thousands of writes
+    /// per second, about 8 MiB of pod updates (an event's previous value is shared with the
+    /// event before it while that is in the ring); a watch further behind reads the log.
+    /// A watch of a quiet resource reads the log only when an event of its own resource was
+    /// dropped before it read it (see `hub`).
     pub ring_events: usize,
     pub ring_bytes: usize,
     /// How often expired TTL keys are deleted.
@@ -91,8 +93,8 @@ impl SqliteOptions {
             path: path.into(),
             readers: 4,
             max_batch: 512,
-            ring_events: 4096,
-            ring_bytes: 2 * 1024 * 1024,
+            ring_events: 2048,
+            ring_bytes: 8 * 1024 * 1024,
             ttl_sweep: Duration::from_secs(1),
             compaction_chunk: 10_000,
             clock: Arc::new(SystemClock),
@@ -443,23 +445,41 @@ struct Live {
     expires_at: i64,
 }
 
-fn live(conn: &Connection, key: &str) -> rusqlite::Result<Option<Live>> {
-    conn.prepare_cached(
-        "SELECT l.revision, l.create_revision, l.value, c.expires_at FROM kv_current c \
-         JOIN kv_log l ON l.revision = c.revision WHERE c.key = ?1",
-    )?
-    .query_row([key], |r| {
-        Ok(Live {
-            kv: KeyValue {
-                key: key.to_string(),
-                mod_revision: r.get(0)?,
-                create_revision: r.get(1)?,
-                value: Bytes::from(r.get::<_, Vec<u8>>(2)?),
-            },
-            expires_at: r.get(3)?,
+fn live(conn: &Connection, hub: &Hub, key: &str) -> rusqlite::Result<Option<Live>> {
+    let found = conn
+        .prepare_cached(
+            "SELECT l.revision, l.create_revision, c.expires_at FROM kv_current c \
+             JOIN kv_log l ON l.revision = c.revision WHERE c.key = ?1",
+        )?
+        .query_row([key], |r| {
+            Ok((
+                r.get::<_, Revision>(0)?,
+                r.get::<_, Revision>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
         })
-    })
-    .optional()
+        .optional()?;
+    let Some((mod_revision, create_revision, expires_at)) = found else {
+        return Ok(None);
+    };
+    // The value is the ring's when the ring still holds its write (shared, not read
+    // back from disk); the log's otherwise.
+    let value = match hub.value_at(mod_revision) {
+        Some(v) => v,
+        None => Bytes::from(
+            conn.prepare_cached("SELECT value FROM kv_log WHERE revision = ?1")?
+                .query_row([mod_revision], |r| r.get::<_, Vec<u8>>(0))?,
+        ),
+    };
+    Ok(Some(Live {
+        kv: KeyValue {
+            key: key.to_string(),
+            mod_revision,
+            create_revision,
+            value,
+        },
+        expires_at,
+    }))
 }
 
 /// Keeps `kv_ttl` in step with a key's TTL deadline (`0`: none).
@@ -546,7 +566,13 @@ impl Writer {
                 .transaction_with_behavior(TransactionBehavior::Immediate)?;
             let mut results = Vec::with_capacity(batch.len());
             for req in &batch {
-                results.push(apply(&tx, &mut self.revision, &req.op, &mut events)?);
+                results.push(apply(
+                    &tx,
+                    &self.hub,
+                    &mut self.revision,
+                    &req.op,
+                    &mut events,
+                )?);
             }
             if self.revision != start_revision {
                 tx.prepare_cached("UPDATE meta SET value = ?1 WHERE name = 'revision'")?
@@ -682,6 +708,7 @@ fn delete_live(
 /// the inner error; SQL failures abort the whole batch.
 fn apply(
     tx: &Connection,
+    hub: &Hub,
     revision: &mut Revision,
     op: &Op,
     events: &mut Vec<Event>,
@@ -726,7 +753,7 @@ fn apply(
             let Some(Live {
                 kv: prev,
                 expires_at: old_expiry,
-            }) = live(tx, key)?
+            }) = live(tx, hub, key)?
             else {
                 return Ok(Err(StoreError::NotFound { key: key.clone() }));
             };
@@ -765,7 +792,7 @@ fn apply(
             Ok(Ok(Done::Kv(kv)))
         }
         Op::Delete { key, expected } => {
-            let Some(found) = live(tx, key)? else {
+            let Some(found) = live(tx, hub, key)? else {
                 return Ok(Err(StoreError::NotFound { key: key.clone() }));
             };
             if let Some(expected) = expected
@@ -786,7 +813,7 @@ fn apply(
                 .collect::<rusqlite::Result<_>>()?;
             let mut n = 0;
             for key in keys {
-                if let Some(found) = live(tx, &key)? {
+                if let Some(found) = live(tx, hub, &key)? {
                     delete_live(tx, revision, found, events)?;
                     n += 1;
                 }
@@ -1008,8 +1035,13 @@ impl Backend for SqliteBackend {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>> {
         validate_key(key)?;
         let key = key.to_string();
+        let hub = Arc::clone(&self.hub);
         self.readers
-            .with(move |conn| live(conn, &key).map(|l| l.map(|l| l.kv)).map_err(sql_err))
+            .with(move |conn| {
+                live(conn, &hub, &key)
+                    .map(|l| l.map(|l| l.kv))
+                    .map_err(sql_err)
+            })
             .await
     }
 
