@@ -8,8 +8,8 @@
 //! one resource of the API server's keyspace): the ring remembers the last revision it
 //! dropped of each group, so a quiet resource's watch, left unpolled while a burst of pod
 //! writes turned the ring over, still reads the ring rather than scanning the log. The
-//! writer takes a key's previous value from the ring when its write is still there, so
-//! an update's event holds the value it replaced once, shared with the event before it. A slow watcher therefore never blocks the writer and never loses
+//! writer takes a key's previous value from the ring when its write is still there (no
+//! read back from disk), shared with the event before it. A slow watcher therefore never blocks the writer and never loses
 //! events: it falls back to the log, and only compaction of that log can end it (with
 //! [`StoreError::Compacted`]).
 
@@ -23,8 +23,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use crate::{
-    Event, KeyValue, Result, Revision, StoreError, WatchOptions, WatchStream, prefix_end,
-    validate_prefix,
+    Event, Result, Revision, StoreError, WatchOptions, WatchStream, prefix_end, validate_prefix,
 };
 
 /// Where a watch reads events that are no longer in the ring.
@@ -47,8 +46,7 @@ const HISTORY_PAGE: usize = 1000;
 const WATCH_CHANNEL: usize = 256;
 
 struct Ring {
-    /// Recent events, each with the bytes it was counted for.
-    events: VecDeque<(Event, usize)>,
+    events: VecDeque<Event>,
     /// The ring holds every event with a revision greater than this.
     floor: Revision,
     /// The ring's first revision: every event after it has been in the ring.
@@ -85,17 +83,16 @@ impl Ring {
     /// Appends published events, then drops the oldest while either bound is passed.
     fn push(&mut self, events: Vec<Event>) {
         for ev in events {
-            let cost = self.cost(&ev);
-            self.bytes += cost;
-            self.events.push_back((ev, cost));
+            self.bytes += Self::cost(&ev);
+            self.events.push_back(ev);
         }
         while self.events.len() > self.max_events
             || (self.bytes > self.max_bytes && self.events.len() > 1)
         {
-            let Some((old, cost)) = self.events.pop_front() else {
+            let Some(old) = self.events.pop_front() else {
                 break;
             };
-            self.bytes -= cost;
+            self.bytes -= Self::cost(&old);
             self.floor = old.revision();
             let g = old.key().map_or("", |k| group(k).unwrap_or(""));
             match self.dropped.get_mut(g) {
@@ -109,33 +106,19 @@ impl Ring {
 
     /// The event at `revision`, if the ring holds it.
     fn at(&self, revision: Revision) -> Option<&Event> {
-        let i = self
-            .events
-            .partition_point(|(e, _)| e.revision() < revision);
-        self.events
-            .get(i)
-            .map(|(e, _)| e)
-            .filter(|e| e.revision() == revision)
+        let i = self.events.partition_point(|e| e.revision() < revision);
+        self.events.get(i).filter(|e| e.revision() == revision)
     }
 
-    /// The memory an event adds: its key and value, and its previous value unless that
-    /// is the value of the event before it, still in the ring (the writer takes the
-    /// previous value from the ring when it is there, see [`Hub::value_at`]).
-    fn cost(&self, ev: &Event) -> usize {
-        let shared = |prev: &KeyValue| {
-            self.at(prev.mod_revision).is_some_and(|e| match e {
-                Event::Put { kv, .. } => kv.value.as_ptr() == prev.value.as_ptr(),
-                _ => false,
-            })
-        };
-        let prev_bytes = |prev: &KeyValue| {
-            if shared(prev) { 0 } else { prev.value.len() }
-        };
+    /// The memory an event may hold: its key, value and previous value. A previous value
+    /// taken from the ring (see [`Hub::value_at`]) is shared with the event before it, but
+    /// it is counted all the same: it outlives that event once the ring drops it.
+    fn cost(ev: &Event) -> usize {
         match ev {
             Event::Put { kv, prev } => {
-                kv.key.len() + kv.value.len() + prev.as_ref().map_or(0, prev_bytes) + 64
+                kv.key.len() + kv.value.len() + prev.as_ref().map_or(0, |p| p.value.len()) + 64
             }
-            Event::Delete { prev, .. } => prev.key.len() + prev_bytes(prev) + 64,
+            Event::Delete { prev, .. } => prev.key.len() + prev.value.len() + 64,
             Event::Progress { .. } => 16,
         }
     }
@@ -230,11 +213,10 @@ impl Hub {
         if after < ring.covers_after(prefix) {
             return None;
         }
-        let start = ring.events.partition_point(|(e, _)| e.revision() <= after);
+        let start = ring.events.partition_point(|e| e.revision() <= after);
         Some(
             ring.events
                 .range(start..)
-                .map(|(e, _)| e)
                 .take_while(|e| e.revision() <= up_to)
                 .filter(|e| {
                     e.key()
@@ -377,6 +359,7 @@ mod tests {
     use tokio_stream::StreamExt;
 
     use super::*;
+    use crate::KeyValue;
 
     /// A log of every event, which records the ranges asked of it.
     #[derive(Default)]
@@ -474,45 +457,29 @@ mod tests {
         assert_eq!(asked, vec![("/registry/pods/".to_string(), 1)]);
     }
 
-    /// An update whose previous value is the ring's own costs only its new value.
+    /// The writer's previous values come from the ring while it holds their write.
     #[test]
-    fn a_previous_value_shared_with_the_ring_is_counted_once() {
-        let hub = Hub::new(1, 100, 1 << 20);
-        let v1 = Bytes::from(vec![b'a'; 1000]);
-        hub.publish(vec![put("/r/p/a", v1, 2, None)], 2);
-        let prev = KeyValue {
-            key: "/r/p/a".to_string(),
-            value: hub.value_at(2).unwrap(),
-            create_revision: 2,
-            mod_revision: 2,
-        };
-        let before = hub.ring.read().unwrap().bytes;
-        hub.publish(
-            vec![put("/r/p/a", Bytes::from(vec![b'b'; 1000]), 3, Some(prev))],
-            3,
-        );
-        let added = hub.ring.read().unwrap().bytes - before;
-        assert!(added < 1100, "{added}");
-        // A previous value read from elsewhere (the log) is counted.
-        let copied = KeyValue {
-            key: "/r/p/a".to_string(),
-            value: Bytes::from(vec![b'b'; 1000]),
-            create_revision: 2,
-            mod_revision: 3,
-        };
-        let before = hub.ring.read().unwrap().bytes;
-        hub.publish(
-            vec![put(
-                "/r/p/a",
-                Bytes::from(vec![b'c'; 1000]),
-                4,
-                Some(copied),
-            )],
-            4,
-        );
-        let added = hub.ring.read().unwrap().bytes - before;
-        assert!(added > 2000, "{added}");
+    fn values_are_read_from_the_ring_while_it_holds_them() {
+        let hub = Hub::new(1, 2, 1 << 20);
+        let v = Bytes::from(vec![b'a'; 1000]);
+        hub.publish(vec![put("/r/p/a", v.clone(), 2, None)], 2);
+        let shared = hub.value_at(2).unwrap();
+        assert_eq!(shared.as_ptr(), v.as_ptr());
         assert!(hub.value_at(1).is_none());
-        assert_eq!(hub.value_at(4).unwrap()[0], b'c');
+        let deleted = Event::Delete {
+            revision: 3,
+            prev: KeyValue {
+                key: "/r/p/a".to_string(),
+                value: shared,
+                create_revision: 2,
+                mod_revision: 2,
+            },
+        };
+        hub.publish(vec![deleted], 3);
+        assert!(hub.value_at(3).is_none());
+        // A third event drops the first from a ring of two.
+        hub.publish(vec![put("/r/p/b", Bytes::from("b"), 4, None)], 4);
+        assert!(hub.value_at(2).is_none());
+        assert_eq!(&hub.value_at(4).unwrap()[..], b"b");
     }
 }

@@ -73,9 +73,9 @@ pub struct SqliteOptions {
     /// Recent events kept in memory for watchers (count and bytes). The API server's watch
     /// caches hold their own history, so this ring only spares a resuming watch (a cache
     /// catching up after a failure, a client resuming from beyond a cache's window) the
-    /// log on disk. Both bounds count: 2,048 events, under a second at thousands of writes
-    /// per second, about 8 MiB of pod updates (an event's previous value is shared with the
-    /// event before it while that is in the ring); a watch further behind reads the log.
+    /// log on disk. Both bounds count: 4 MiB holds about 700 pod updates (each event counts
+    /// the value and the one it replaced), a few hundred milliseconds at thousands of
+    /// writes per second; a watch further behind reads the log.
     /// A watch of a quiet resource reads the log only when an event of its own resource was
     /// dropped before it read it (see `hub`).
     pub ring_events: usize,
@@ -94,7 +94,7 @@ impl SqliteOptions {
             readers: 4,
             max_batch: 512,
             ring_events: 2048,
-            ring_bytes: 8 * 1024 * 1024,
+            ring_bytes: 4 * 1024 * 1024,
             ttl_sweep: Duration::from_secs(1),
             compaction_chunk: 10_000,
             clock: Arc::new(SystemClock),

@@ -13,7 +13,9 @@ pub fn encode(info: &api::catalog::ResourceInfo, obj: &mut Value) -> Vec<u8> {
     }
     let meta = obj.get_mut("metadata").and_then(Value::as_object_mut);
     let rv = meta.and_then(|m| m.remove("resourceVersion"));
-    let bytes = serde_json::to_vec(&*obj).unwrap_or_default();
+    let mut bytes = serde_json::to_vec(&*obj).unwrap_or_default();
+    // The store and its watch ring hold these bytes: not the serializer's spare capacity.
+    bytes.shrink_to_fit();
     if let Some(rv) = rv
         && let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut)
     {
@@ -27,7 +29,9 @@ pub fn encode_for_store(mut obj: Value) -> Vec<u8> {
     if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
         m.remove("resourceVersion");
     }
-    serde_json::to_vec(&obj).unwrap_or_default()
+    let mut bytes = serde_json::to_vec(&obj).unwrap_or_default();
+    bytes.shrink_to_fit();
+    bytes
 }
 
 /// Parses stored bytes and sets `metadata.resourceVersion`.
