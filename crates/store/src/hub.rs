@@ -4,14 +4,16 @@
 //! recent events and bumps the committed revision. Each watch is a task that remembers the
 //! last revision it delivered; when the committed revision moves it reads the missing range
 //! from the ring, or from the backend's history (the log on disk) when the ring no longer
-//! reaches back that far. "That far" is judged per key group (a key up to its third `/`,
-//! one resource of the API server's keyspace): the ring remembers the last revision it
-//! dropped of each group, so a quiet resource's watch, left unpolled while a burst of pod
-//! writes turned the ring over, still reads the ring rather than scanning the log. The
-//! writer takes a key's previous value from the ring when its write is still there (no
-//! read back from disk), shared with the event before it. A slow watcher therefore never blocks the writer and never loses
+//! reaches back that far. A slow watcher therefore never blocks the writer and never loses
 //! events: it falls back to the log, and only compaction of that log can end it (with
 //! [`StoreError::Compacted`]).
+//!
+//! "That far" is judged per key group (a key up to its third `/`: one resource of the API
+//! server's keyspace, so the groups are as few as the resources): the ring remembers the
+//! last revision it dropped of each group, so a quiet resource's watch, left unpolled while
+//! a burst of pod writes turned the ring over, still reads the ring rather than scanning
+//! the log. The writer takes a key's previous value from the ring when its write is still
+//! there, rather than reading it back from disk.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -164,8 +166,7 @@ impl Hub {
     }
 
     /// The value written at `revision`, if the ring still holds that event: the writer
-    /// takes a key's previous value from here rather than reading it back from disk, and
-    /// the ring then holds that value once.
+    /// takes a key's previous value from here rather than reading it back from disk.
     pub(crate) fn value_at(&self, revision: Revision) -> Option<Bytes> {
         let ring = match self.ring.read() {
             Ok(g) => g,

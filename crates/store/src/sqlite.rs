@@ -75,9 +75,9 @@ pub struct SqliteOptions {
     /// catching up after a failure, a client resuming from beyond a cache's window) the
     /// log on disk. Both bounds count: 4 MiB holds about 700 pod updates (each event counts
     /// the value and the one it replaced), a few hundred milliseconds at thousands of
-    /// writes per second; a watch further behind reads the log.
-    /// A watch of a quiet resource reads the log only when an event of its own resource was
-    /// dropped before it read it (see `hub`).
+    /// writes per second; a watch further behind reads the log. A watch of a quiet resource
+    /// reads the log only when an event of its own resource was dropped before it read it
+    /// (see `hub`).
     pub ring_events: usize,
     pub ring_bytes: usize,
     /// How often expired TTL keys are deleted.
@@ -1038,7 +1038,9 @@ impl Backend for SqliteBackend {
         let hub = Arc::clone(&self.hub);
         self.readers
             .with(move |conn| {
-                live(conn, &hub, &key)
+                // One snapshot for the row and its value (two statements).
+                let tx = conn.transaction().map_err(sql_err)?;
+                live(&tx, &hub, &key)
                     .map(|l| l.map(|l| l.kv))
                     .map_err(sql_err)
             })
