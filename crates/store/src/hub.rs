@@ -17,7 +17,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -168,13 +168,18 @@ impl Hub {
     /// The value written at `revision`, if the ring still holds that event: the writer
     /// takes a key's previous value from here rather than reading it back from disk.
     pub(crate) fn value_at(&self, revision: Revision) -> Option<Bytes> {
-        let ring = match self.ring.read() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let ring = self.read_ring();
         match ring.at(revision)? {
             Event::Put { kv, .. } => Some(kv.value.clone()),
             _ => None,
+        }
+    }
+
+    /// The ring, for reading; a poisoned lock is taken over, as `publish` does.
+    fn read_ring(&self) -> RwLockReadGuard<'_, Ring> {
+        match self.ring.read() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
         }
     }
 
@@ -207,10 +212,7 @@ impl Hub {
         after: Revision,
         up_to: Revision,
     ) -> Option<Vec<Event>> {
-        let ring = match self.ring.read() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let ring = self.read_ring();
         if after < ring.covers_after(prefix) {
             return None;
         }

@@ -13,9 +13,7 @@ pub fn encode(info: &api::catalog::ResourceInfo, obj: &mut Value) -> Vec<u8> {
     }
     let meta = obj.get_mut("metadata").and_then(Value::as_object_mut);
     let rv = meta.and_then(|m| m.remove("resourceVersion"));
-    let mut bytes = serde_json::to_vec(&*obj).unwrap_or_default();
-    // The store and its watch ring hold these bytes: not the serializer's spare capacity.
-    bytes.shrink_to_fit();
+    let bytes = to_stored_bytes(obj);
     if let Some(rv) = rv
         && let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut)
     {
@@ -29,7 +27,13 @@ pub fn encode_for_store(mut obj: Value) -> Vec<u8> {
     if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
         m.remove("resourceVersion");
     }
-    let mut bytes = serde_json::to_vec(&obj).unwrap_or_default();
+    to_stored_bytes(&obj)
+}
+
+/// `obj` as JSON, without the serializer's spare capacity: the store and its watch ring
+/// hold these bytes.
+fn to_stored_bytes(obj: &Value) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec(obj).unwrap_or_default();
     bytes.shrink_to_fit();
     bytes
 }
