@@ -6,26 +6,20 @@
 //! label selector matches. It is built by one pass over the pods the first time a pod
 //! needs it, then kept current on every add and remove (a pod only visits the counters
 //! indexed under one of its own labels), so a scheduling cycle reads counts instead of
-//! walking every bound pod as upstream's PreScore does.
+//! walking every bound pod as upstream's PreScore does. The pass is skipped when no pod
+//! in the cache carries the selector's exact-match label (a Deployment's first pods:
+//! its ReplicaSet's counters start at zero), and looking a counter up builds no string.
 //!
 //! **Invariant:** a pod is on at most one node; `NodeInfo` sums equal the sum of its pods;
 //! every live counter equals a full recount over the cache's pods.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
 
 use api::selector::LabelSelector;
 
 use crate::model::{NO_DOMAIN, Namespaces, NodeInfo, PodInfo};
-
-/// What a counter counts.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct CounterKey {
-    pub namespaces: Namespaces,
-    /// The selector's canonical string.
-    pub selector: String,
-    pub topology_key: String,
-}
 
 /// Matching pods per domain of one topology key.
 #[derive(Debug)]
@@ -127,6 +121,14 @@ impl Domains {
     }
 }
 
+/// One label pair's place in the cache: the counters whose selector requires it exactly,
+/// and how many cached pods carry it.
+#[derive(Debug, Default)]
+struct LabelEntry {
+    counters: Vec<usize>,
+    pods: u32,
+}
+
 /// One pod the cache knows.
 #[derive(Clone, Debug)]
 struct PodEntry {
@@ -146,9 +148,13 @@ pub struct Cache {
     counters: Vec<Counter>,
     /// The topology keys counters count by, and their values, as numbers.
     domain_ids: Domains,
-    counter_index: HashMap<CounterKey, usize>,
-    /// Counters by one exact-match label of their selector: `(key, value)` → counters.
-    by_label: HashMap<(String, String), Vec<usize>>,
+    /// Counters by the hash of what they count (namespaces, selector, topology key);
+    /// candidates are compared in full.
+    counter_index: HashMap<u64, Vec<usize>>,
+    counter_hasher: RandomState,
+    /// Label key → value → the counters indexed under that pair and the cached pods
+    /// carrying it (looked up by `&str`, without building a key).
+    by_label: HashMap<String, HashMap<String, LabelEntry>>,
     /// Counters without an exact-match label (visited by every pod).
     unindexed: Vec<usize>,
     /// Domains per topology key: value → number of nodes (built lazily).
@@ -320,12 +326,33 @@ impl Cache {
         }
     }
 
+    /// Adds (`sign > 0`) or removes a pod's counts and its labels' pod counts.
     fn count(&mut self, pod: &PodInfo, node_slot: usize, sign: i32) {
         let node = &self.nodes[node_slot];
         let mut visited: Vec<usize> = self.unindexed.clone();
         for (k, v) in &pod.labels {
-            if let Some(list) = self.by_label.get(&(k.to_string(), v.to_string())) {
-                visited.extend(list.iter().copied());
+            let entry = match self.by_label.get_mut(k) {
+                Some(values) => match values.get_mut(v) {
+                    Some(entry) => entry,
+                    None if sign > 0 => values.entry(v.to_string()).or_default(),
+                    None => continue,
+                },
+                None if sign > 0 => self
+                    .by_label
+                    .entry(k.to_string())
+                    .or_default()
+                    .entry(v.to_string())
+                    .or_default(),
+                None => continue,
+            };
+            visited.extend(entry.counters.iter().copied());
+            if sign > 0 {
+                entry.pods += 1;
+            } else {
+                entry.pods = entry.pods.saturating_sub(1);
+                if entry.pods == 0 && entry.counters.is_empty() {
+                    forget_label(&mut self.by_label, k, v);
+                }
             }
         }
         visited.sort_unstable();
@@ -450,7 +477,13 @@ impl Cache {
     fn drop_counters(&mut self) {
         self.counters.clear();
         self.counter_index.clear();
-        self.by_label.clear();
+        self.by_label.retain(|_, values| {
+            values.retain(|_, e| {
+                e.counters.clear();
+                e.pods > 0
+            });
+            !values.is_empty()
+        });
         self.unindexed.clear();
     }
 
@@ -461,13 +494,19 @@ impl Cache {
         selector: &LabelSelector,
         topology_key: &str,
     ) -> usize {
-        let key = CounterKey {
-            namespaces: namespaces.clone(),
-            selector: selector.to_string(),
-            topology_key: topology_key.to_string(),
-        };
-        if let Some(i) = self.counter_index.get(&key) {
-            return *i;
+        let hash = self
+            .counter_hasher
+            .hash_one((namespaces, selector, topology_key));
+        let found = self.counter_index.get(&hash).and_then(|ids| {
+            ids.iter().copied().find(|&id| {
+                let c = &self.counters[id];
+                c.namespaces == *namespaces
+                    && c.selector == *selector
+                    && self.domain_ids.keys[c.key] == topology_key
+            })
+        });
+        if let Some(id) = found {
+            return id;
         }
         let (key_id, new_key) = self.domain_ids.intern_key(topology_key);
         if new_key {
@@ -482,23 +521,35 @@ impl Cache {
             by_domain: Vec::new(),
             total: 0,
         };
-        for entry in self.pods.values() {
-            if let Some(&i) = self.index.get(&entry.node) {
-                counter.apply(&entry.info, &self.nodes[i], 1);
-            }
-        }
-        let id = self.counters.len();
-        self.counters.push(counter);
-        self.counter_index.insert(key, id);
         let exact = selector
             .requirements()
             .iter()
             .find_map(|r| selector.requires_exact_match(r.key()).map(|v| (r.key(), v)));
+        // Only pods carrying the exact-match label can count: none cached, none to count.
+        let carried = exact.is_none_or(|(k, v)| {
+            self.by_label
+                .get(k)
+                .and_then(|values| values.get(v))
+                .is_some_and(|e| e.pods > 0)
+        });
+        if carried {
+            for entry in self.pods.values() {
+                if let Some(&i) = self.index.get(&entry.node) {
+                    counter.apply(&entry.info, &self.nodes[i], 1);
+                }
+            }
+        }
+        let id = self.counters.len();
+        self.counters.push(counter);
+        self.counter_index.entry(hash).or_default().push(id);
         match exact {
             Some((k, v)) => self
                 .by_label
-                .entry((k.to_string(), v.to_string()))
+                .entry(k.to_string())
                 .or_default()
+                .entry(v.to_string())
+                .or_default()
+                .counters
                 .push(id),
             None => self.unindexed.push(id),
         }
@@ -614,6 +665,20 @@ impl Cache {
             })
             .sum();
         per_pod + self.nodes.len() * std::mem::size_of::<NodeInfo>()
+    }
+}
+
+/// Removes the entry of label `key=value` from the label index.
+fn forget_label(
+    by_label: &mut HashMap<String, HashMap<String, LabelEntry>>,
+    key: &str,
+    value: &str,
+) {
+    if let Some(values) = by_label.get_mut(key) {
+        values.remove(value);
+        if values.is_empty() {
+            by_label.remove(key);
+        }
     }
 }
 

@@ -355,6 +355,45 @@ fn counters_stay_equal_to_a_recount() {
 }
 
 #[test]
+fn counters_built_late_count_the_cached_pods_and_differ_by_selector_value() {
+    let mut c = cluster(3, 1);
+    let p0 = pod(pod_json("p0", json!({"app": "a"}), "10m"));
+    let uid0 = p0.uid.clone();
+    bind(&mut c, p0, "n0");
+    bind(
+        &mut c,
+        pod(pod_json("p1", json!({"app": "b"}), "10m")),
+        "n1",
+    );
+    c.remove_pod(&uid0);
+    let ns = crate::model::Namespaces::List(vec!["default".into()]);
+    let zone = "topology.kubernetes.io/zone";
+    let a = api::selector::LabelSelector::from_set([("app", "a")]);
+    let b = api::selector::LabelSelector::from_set([("app", "b")]);
+    // No cached pod carries app=a any more: its counter starts empty, then follows.
+    let ca = c.counter(&ns, &a, zone);
+    assert_eq!(c.counter_at(ca).total, 0);
+    let cb = c.counter(&ns, &b, zone);
+    assert_eq!(c.counter_at(cb).total, 1);
+    // Everything and nothing print alike but are different counters.
+    let all = c.counter(&ns, &api::selector::LabelSelector::everything(), zone);
+    let none = c.counter(&ns, &api::selector::LabelSelector::nothing(), zone);
+    assert_ne!(all, none);
+    assert_eq!((c.counter_at(all).total, c.counter_at(none).total), (1, 0));
+    bind(
+        &mut c,
+        pod(pod_json("p2", json!({"app": "a"}), "10m")),
+        "n2",
+    );
+    assert_eq!(c.counter(&ns, &a, zone), ca);
+    assert_eq!(c.counter_at(ca).total, 1);
+    assert_eq!(c.counter_at(all).total, 2);
+    let other_ns = crate::model::Namespaces::List(vec!["other".into()]);
+    assert_ne!(c.counter(&other_ns, &a, zone), ca);
+    assert_ne!(c.counter(&ns, &a, "kubernetes.io/hostname"), ca);
+}
+
+#[test]
 fn percentage_of_nodes_to_score_as_upstream() {
     assert_eq!(num_feasible_nodes_to_find(0, 50), 50);
     assert_eq!(num_feasible_nodes_to_find(0, 1000), 420);
