@@ -12,7 +12,7 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use testkit::{RkubeServer, eventually};
+use testkit::{RkubeServer, eventually, without_reflector_logs};
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -336,7 +336,10 @@ fn delete_cascade_modes_and_wait() {
     let real = server.kubectl_v(Some("1.33"), &["delete", "cm", "w3", "--timeout=1s"]);
     let ours = server.rkubectl(&["delete", "cm", "w3", "--timeout=1s"]);
     assert_eq!(real.status.code(), ours.status.code(), "{}", show(&ours));
-    assert_eq!(text(&real.stderr), text(&ours.stderr));
+    assert_eq!(
+        without_reflector_logs(&real.stderr),
+        without_reflector_logs(&ours.stderr)
+    );
     for n in ["w2", "w3"] {
         server.kubectl_ok(
             Some("1.33"),

@@ -10,7 +10,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use serde_json::Value;
-use testkit::{RkubeServer, SimNodes, wait_for};
+use testkit::{RkubeServer, SimNodes, wait_for, without_reflector_logs};
 
 const V: Option<&str> = Some("1.33");
 
@@ -26,17 +26,6 @@ fn k(server: &RkubeServer, args: &[&str]) -> String {
 /// Runs ours; it must succeed; its stdout.
 fn ours(server: &RkubeServer, args: &[&str]) -> String {
     server.rkubectl_ok(args)
-}
-
-/// kubectl's stderr without client-go's reflector log lines (klog format, from
-/// `reflector.go`): when `kubectl wait --timeout` ends its watch within a second, client-go
-/// may or may not log a "very short watch" line first, depending on which of its goroutines
-/// sees the end first. They are the library's diagnostics, not kubectl's output.
-fn without_reflector_logs(stderr: &[u8]) -> String {
-    text(stderr)
-        .split_inclusive('\n')
-        .filter(|l| !(l.starts_with('I') || l.starts_with('W')) || !l.contains(" reflector.go:"))
-        .collect()
 }
 
 /// Runs both clients and asserts the same exit code, stdout and stderr.

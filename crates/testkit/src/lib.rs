@@ -22,6 +22,18 @@ pub use pki::{Issued, TestCa};
 pub use rkube::{RkubeServer, kubectl_binary, rkube_binary, server_start_error};
 pub use simnodes::SimNodes;
 
+/// kubectl's stderr without client-go's reflector log lines (klog format, from
+/// `reflector.go`): when a `--timeout` of a second or so ends kubectl's watch (`wait`,
+/// `delete`), client-go may or may not log a "very short watch" line first, depending on
+/// which of its goroutines sees the end first. They are the library's diagnostics, not
+/// kubectl's output.
+pub fn without_reflector_logs(stderr: &[u8]) -> String {
+    String::from_utf8_lossy(stderr)
+        .split_inclusive('\n')
+        .filter(|l| !(l.starts_with('I') || l.starts_with('W')) || !l.contains(" reflector.go:"))
+        .collect()
+}
+
 /// Polls `f` every 100 ms until it holds, panicking after 20 s (a loaded CI machine is
 /// slow, never this slow).
 pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
