@@ -331,27 +331,28 @@ impl Cache {
         let node = &self.nodes[node_slot];
         let mut visited: Vec<usize> = self.unindexed.clone();
         for (k, v) in &pod.labels {
-            let entry = match self.by_label.get_mut(k) {
-                Some(values) => match values.get_mut(v) {
-                    Some(entry) => entry,
-                    None if sign > 0 => values.entry(v.to_string()).or_default(),
-                    None => continue,
-                },
-                None if sign > 0 => self
-                    .by_label
-                    .entry(k.to_string())
-                    .or_default()
-                    .entry(v.to_string())
-                    .or_default(),
-                None => continue,
-            };
-            visited.extend(entry.counters.iter().copied());
             if sign > 0 {
+                // Keys are copied only for a pair not yet in the index.
+                let values = match self.by_label.get_mut(k) {
+                    Some(values) => values,
+                    None => self.by_label.entry(k.to_string()).or_default(),
+                };
+                let entry = match values.get_mut(v) {
+                    Some(entry) => entry,
+                    None => values.entry(v.to_string()).or_default(),
+                };
+                visited.extend(entry.counters.iter().copied());
                 entry.pods += 1;
-            } else {
+            } else if let Some(values) = self.by_label.get_mut(k)
+                && let Some(entry) = values.get_mut(v)
+            {
+                visited.extend(entry.counters.iter().copied());
                 entry.pods = entry.pods.saturating_sub(1);
                 if entry.pods == 0 && entry.counters.is_empty() {
-                    forget_label(&mut self.by_label, k, v);
+                    values.remove(v);
+                    if values.is_empty() {
+                        self.by_label.remove(k);
+                    }
                 }
             }
         }
@@ -665,20 +666,6 @@ impl Cache {
             })
             .sum();
         per_pod + self.nodes.len() * std::mem::size_of::<NodeInfo>()
-    }
-}
-
-/// Removes the entry of label `key=value` from the label index.
-fn forget_label(
-    by_label: &mut HashMap<String, HashMap<String, LabelEntry>>,
-    key: &str,
-    value: &str,
-) {
-    if let Some(values) = by_label.get_mut(key) {
-        values.remove(value);
-        if values.is_empty() {
-            by_label.remove(key);
-        }
     }
 }
 
