@@ -16,6 +16,16 @@ pub const DEMO_IMAGES: &[(&str, &str)] = &[
     ("busybox-1.36.tar", "docker.io/library/busybox:1.36"),
 ];
 
+/// A script of the workspace's `scripts/`. Found from the running test's crate directory
+/// (cargo and nextest set `CARGO_MANIFEST_DIR` for the test process; every crate sits at
+/// `crates/<name>`), not from the path this crate was compiled at: the build directory is
+/// shared across clones, and a clone that is gone may have compiled it last.
+pub fn script(name: &str) -> PathBuf {
+    let crate_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
+    crate_dir.join("../../scripts").join(name)
+}
+
 /// The shared cache directory: `<target>/rkube-images` (beside the profile directories of
 /// the test binaries), created when missing.
 pub fn cache_dir() -> PathBuf {
@@ -36,7 +46,7 @@ pub fn demo_images() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let dir = cache_dir().join("demo");
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/build-images.sh");
+        let script = script("build-images.sh");
         let out = Command::new("bash")
             .arg(&script)
             .arg(&dir)

@@ -85,7 +85,7 @@ fn registry_script_starts_pushes_and_stops() {
         return;
     }
     let images = demo_images();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/registry.sh");
+    let script = testkit::images::script("registry.sh");
     let dir = tempfile::tempdir().unwrap();
     let port = testkit::free_port().to_string();
     let run = |args: &[&str]| {
