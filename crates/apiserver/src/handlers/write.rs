@@ -570,8 +570,12 @@ pub(super) async fn patch(
                 new["spec"]["replicas"] = json!(replicas);
                 return Ok((new, Vec::new(), pre));
             }
-            // The patched object goes through decoding like a body would.
-            let decoded = crate::registry::decode_keeping_initializers(r, &patched)?;
+            // The patched object goes through decoding like a body would (the fields it
+            // shares with the stored object were decoded when that was written).
+            let decoded = match old {
+                Some(o) => crate::registry::decode_patched(r, o, patched)?,
+                None => crate::registry::decode_keeping_initializers(r, &patched)?,
+            };
             let warnings = field_validation.unknown_fields(&decoded.unknown_fields, "")?;
             let mut obj = decoded.object;
             if let (Some(o), Some(m)) =

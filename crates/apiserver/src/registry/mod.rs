@@ -291,6 +291,77 @@ pub fn decode_keeping_initializers(
     Ok(decoded)
 }
 
+/// [`decode_keeping_initializers`] of `patched`, a patch applied to the stored `old`, which
+/// decodes only the top-level fields the patch changed: the others are `old`'s, decoded
+/// when it was written. Decoding a built-in kind is per field (a field's typed form does
+/// not depend on its siblings), so a status patch decodes the status, not the whole pod.
+/// Anything else (a top-level field removed, a custom resource, a field that fails) is
+/// decoded whole, so errors and unknown-field paths read exactly as a full decode's.
+pub fn decode_patched(
+    r: &Resource,
+    old: &Value,
+    mut patched: Value,
+) -> Result<api::kinds::Decoded, ApiError> {
+    let changed = changed_fields(r, old, &patched);
+    let Some((changed, obj)) = changed.zip(patched.as_object_mut()) else {
+        return decode_keeping_initializers(r, &patched);
+    };
+    // The changed fields move out of the object and back, decoded or as they were.
+    let partial: Map<String, Value> = changed
+        .iter()
+        .filter_map(|k| Some((k.clone(), obj.remove(k)?)))
+        .collect();
+    let mut partial = Value::Object(partial);
+    match decode_keeping_initializers(r, &partial) {
+        Ok(api::kinds::Decoded {
+            object: Value::Object(mut typed),
+            unknown_fields,
+        }) => {
+            for k in changed {
+                if let Some(v) = typed.remove(&k) {
+                    obj.insert(k, v);
+                }
+            }
+            Ok(api::kinds::Decoded {
+                object: patched,
+                unknown_fields,
+            })
+        }
+        _ => {
+            if let Some(p) = partial.as_object_mut() {
+                obj.append(p);
+            }
+            decode_keeping_initializers(r, &patched)
+        }
+    }
+}
+
+/// The top-level fields of `patched` to decode: those that differ from `old`'s, and
+/// `apiVersion` and `kind` (which the typed form checks, and writes even when absent). `None` when the
+/// whole object must be decoded: not a built-in kind, or a field of `old` removed (which may
+/// be one the type requires).
+fn changed_fields(r: &Resource, old: &Value, patched: &Value) -> Option<Vec<String>> {
+    if !api::kinds::is_builtin(&r.info.group, &r.info.version, &r.info.kind) {
+        return None;
+    }
+    let (old, new) = (old.as_object()?, patched.as_object()?);
+    if old.keys().any(|k| !new.contains_key(k)) {
+        return None;
+    }
+    let typed_writes = ["apiVersion", "kind"];
+    let differ = new
+        .iter()
+        .filter(|(k, v)| !typed_writes.contains(&k.as_str()) && old.get(*k) != Some(*v))
+        .map(|(k, _)| k.clone());
+    Some(
+        typed_writes
+            .map(String::from)
+            .into_iter()
+            .chain(differ)
+            .collect(),
+    )
+}
+
 /// An API error for a store error about object `name` of `r`.
 pub fn store_error(r: &Resource, name: &str, e: StoreError) -> ApiError {
     match e {
@@ -1571,16 +1642,21 @@ fn equal_but_versions(a: &Value, b: &Value) -> bool {
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn only_stored_resources_have_a_cache_and_each_caches_its_own_prefix() {
-        let store: Arc<dyn Backend> = Arc::new(store::memory::MemoryBackend::new());
-        let reg = Registry::new(
+    /// A registry over `store`, on the system clock.
+    fn registry_on(store: Arc<dyn Backend>) -> Arc<Registry> {
+        Registry::new(
             store,
             Arc::new(store::SystemClock),
             std::time::Duration::from_secs(3600),
             services::Cidr::parse("10.43.0.0/16").unwrap(),
             ("127.0.0.1".into(), 6443),
-        );
+        )
+    }
+
+    #[tokio::test]
+    async fn only_stored_resources_have_a_cache_and_each_caches_its_own_prefix() {
+        let store: Arc<dyn Backend> = Arc::new(store::memory::MemoryBackend::new());
+        let reg = registry_on(store);
         let all = reg.all();
         let bindings = all
             .iter()
@@ -1596,15 +1672,68 @@ mod tests {
         assert!(pods.cacher.is_cached());
     }
 
+    /// Decoding only what a patch changed gives what decoding the whole patched object
+    /// gives: the object, the unknown fields, and the errors.
+    #[tokio::test]
+    async fn a_patched_object_decodes_as_a_whole_one_would() {
+        let reg = registry_on(Arc::new(store::memory::MemoryBackend::new()));
+        let pods = reg.lookup("", "v1", "pods").unwrap();
+        let stored = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "d", "resourceVersion": "7",
+                         "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "c", "image": "nginx",
+                                     "resources": {"requests": {"cpu": "100m"}}}],
+                     "nodeName": "n1"},
+            "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled",
+                       "status": "True", "lastProbeTime": null}]},
+        });
+        let old = decode_keeping_initializers(&pods, &stored).unwrap().object;
+        let with = |f: &dyn Fn(&mut Value)| {
+            let mut v = old.clone();
+            f(&mut v);
+            v
+        };
+        let cases = [
+            with(&|_| {}),
+            with(&|v| v["status"] = json!({"phase": "Running", "podIP": "10.42.0.5"})),
+            with(&|v| v["status"]["bogus"] = json!(1)),
+            with(&|v| v["status"]["hostIP"] = json!(5)),
+            with(&|v| v["status"] = Value::Null),
+            with(&|v| v["spec"]["containers"][0]["ports"] = json!([{"containerPort": 80}])),
+            with(&|v| v["spec"]["containers"] = json!("no")),
+            with(&|v| v["spec"] = json!({"nodeName": "n2"})),
+            with(&|v| v["metadata"]["labels"]["tier"] = json!("front")),
+            with(&|v| v["metadata"]["initializers"] = json!({"pending": [{"name": "a.b.c"}]})),
+            with(&|v| v["extra"] = json!({"x": 1})),
+            with(&|v| v["kind"] = json!("Node")),
+            with(&|v| {
+                v.as_object_mut().unwrap().remove("apiVersion");
+            }),
+            with(&|v| {
+                v.as_object_mut().unwrap().remove("status");
+            }),
+        ];
+        // A status patch decodes the status alone.
+        assert_eq!(
+            changed_fields(&pods, &old, &cases[1]),
+            Some(vec!["apiVersion".into(), "kind".into(), "status".into()])
+        );
+        for patched in cases {
+            let whole = decode_keeping_initializers(&pods, &patched);
+            let partial = decode_patched(&pods, &old, patched.clone());
+            assert_eq!(partial, whole, "{patched}");
+        }
+        // The object the case list starts from decodes to itself.
+        assert_eq!(
+            decode_patched(&pods, &old, old.clone()).unwrap().object,
+            old
+        );
+    }
+
     #[tokio::test]
     async fn served_resources_are_found_as_a_scan_in_order_finds_them() {
-        let reg = Registry::new(
-            Arc::new(store::memory::MemoryBackend::new()),
-            Arc::new(store::SystemClock),
-            std::time::Duration::from_secs(3600),
-            services::Cidr::parse("10.43.0.0/16").unwrap(),
-            ("127.0.0.1".into(), 6443),
-        );
+        let reg = registry_on(Arc::new(store::memory::MemoryBackend::new()));
         let all = reg.all();
         let scan = |f: &dyn Fn(&ResourceInfo) -> bool| all.iter().find(|r| f(&r.info)).cloned();
         for r in all.iter() {
@@ -1636,13 +1765,7 @@ mod tests {
     #[tokio::test]
     async fn writes_from_a_lagging_cache_act_on_the_stored_object() {
         let store: Arc<dyn Backend> = Arc::new(store::memory::MemoryBackend::new());
-        let reg = Registry::new(
-            Arc::clone(&store),
-            Arc::new(store::SystemClock),
-            std::time::Duration::from_secs(3600),
-            services::Cidr::parse("10.43.0.0/16").unwrap(),
-            ("127.0.0.1".into(), 6443),
-        );
+        let reg = registry_on(Arc::clone(&store));
         let cms = reg.lookup("", "v1", "configmaps").unwrap();
         let o = Registry::system_options();
         let namespaces = reg.lookup("", "v1", "namespaces").unwrap();
