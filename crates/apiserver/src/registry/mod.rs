@@ -337,9 +337,9 @@ pub fn decode_patched(
 }
 
 /// The top-level fields of `patched` to decode: those that differ from `old`'s, and
-/// `apiVersion` and `kind` (which the typed form checks, and writes even when absent). `None` when the
-/// whole object must be decoded: not a built-in kind, or a field of `old` removed (which may
-/// be one the type requires).
+/// `apiVersion` and `kind` (which the typed form checks, and writes even when absent).
+/// `None` when the whole object must be decoded: not a built-in kind, or a field of `old`
+/// removed (which may be one the type requires).
 fn changed_fields(r: &Resource, old: &Value, patched: &Value) -> Option<Vec<String>> {
     if !api::kinds::is_builtin(&r.info.group, &r.info.version, &r.info.kind) {
         return None;
