@@ -251,12 +251,13 @@ pub async fn run(args: ScheduleArgs) -> anyhow::Result<()> {
     );
     // The nodes' own load (lease renewals, status heartbeats), which goes on under the
     // pods' work: part of the server's CPU in the measured window is this.
+    let nodes_only = Duration::from_secs(5);
     let before = cpu_secs(pid);
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    tokio::time::sleep(nodes_only).await;
     if let (Some(a), Some(b)) = (before, cpu_secs(pid)) {
         println!(
             "server cpu with nodes only: {:.2} cores (lease renewals and heartbeats)",
-            (b - a) / 5.0
+            (b - a) / nodes_only.as_secs_f64()
         );
     }
 
