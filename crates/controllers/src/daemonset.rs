@@ -36,7 +36,7 @@ use serde_json::{Value, json};
 
 use crate::cachedpod::CachedPod;
 use crate::history;
-use crate::informers::{self, Informer, Next};
+use crate::informers::{self, Informer, Next, Step};
 use crate::pods::{self, PodView};
 use crate::util::{api_message, claimable, lock};
 
@@ -982,7 +982,7 @@ pub async fn run_daemonsets(
     workers: usize,
 ) {
     let mut ds_events = daemonsets.subscribe();
-    let mut pod_events = pods.subscribe();
+    let mut pod_events = pods.subscribe_tracked();
     let mut node_events = nodes.subscribe();
     let mut rev_events = revisions.subscribe();
     let shared = Arc::new(Shared {
@@ -1015,20 +1015,21 @@ pub async fn run_daemonsets(
     });
     let s = Arc::clone(&shared);
     tokio::spawn(async move {
-        let mut seen: HashSet<String> = HashSet::new();
         loop {
-            let (pod, deleted) = match informers::next(&mut pod_events).await {
-                Next::Apply(p) => (p, false),
-                Next::Delete(p) => (p, true),
-                Next::Other => continue,
-                Next::Resync => {
+            // Missed events are replayed after a resync, for the expectations.
+            let (pod, deleted, first_seen) = match pod_events.next().await {
+                Step::Object {
+                    obj,
+                    deleted,
+                    first,
+                } => (obj, deleted, first),
+                Step::Resync => {
                     s.enqueue_all();
                     continue;
                 }
-                Next::Closed => break,
+                Step::Closed => break,
             };
             let owners = crate::run::owned_keys(pod.as_ref(), "DaemonSet", &s.daemonsets.state());
-            let uid = pod.metadata.uid.clone().unwrap_or_default();
             let pod_key = crate::run::object_key(&pod.metadata);
             {
                 let mut e = lock(&s.expectations);
@@ -1036,15 +1037,10 @@ pub async fn run_daemonsets(
                     if deleted || pod.metadata.deletion_timestamp.is_some() {
                         e.deletion_observed(&format!("d:{owner}"), &pod_key);
                     }
-                    if !deleted && !seen.contains(&uid) {
+                    if first_seen {
                         e.creation_observed(&format!("c:{owner}"));
                     }
                 }
-            }
-            if deleted {
-                seen.remove(&uid);
-            } else {
-                seen.insert(uid);
             }
             for owner in owners {
                 s.queue.add(owner);

@@ -319,6 +319,17 @@ where
         self.events.subscribe()
     }
 
+    /// A new subscription that tells first sights from updates and, after falling
+    /// behind, replays what it missed from this informer's store ([`Seen`]).
+    pub fn subscribe_tracked(&self) -> Tracked<K> {
+        Tracked {
+            rx: self.events.subscribe(),
+            store: self.store.clone(),
+            seen: Seen::default(),
+            missed: std::collections::VecDeque::new(),
+        }
+    }
+
     /// Waits until the first list is in the store.
     pub async fn synced(&self) {
         let _ = self.store.wait_until_ready().await;
@@ -330,6 +341,128 @@ fn index_name<K>(indexers: &[Indexer<K>], name: &str) -> &'static str {
         .iter()
         .find(|i| i.name == name)
         .map_or("", |i| i.name)
+}
+
+/// The objects a subscriber has seen, by uid, as it last saw them: it tells a first sight
+/// (a creation, for controller expectations) from an update, and after the subscriber fell
+/// behind ([`Next::Resync`]) it gives the events the subscriber missed, read from the
+/// cache as a relist gives them upstream (`DeltaFIFO.Replace`): every cached object it has
+/// not seen as it is as an update, and every seen object that has left the cache as a
+/// deletion of its last seen state. The events still queued for the subscriber follow; replaying them again is
+/// harmless, since a first sight is counted once here and deletions are idempotent.
+pub struct Seen<K> {
+    by_uid: HashMap<String, Arc<K>>,
+}
+
+impl<K> Default for Seen<K> {
+    fn default() -> Self {
+        Seen {
+            by_uid: HashMap::new(),
+        }
+    }
+}
+
+impl<K: kube::Resource> Seen<K> {
+    /// Records an applied (`deleted` false) or deleted object; true when an applied object
+    /// is seen for the first time.
+    pub fn observe(&mut self, obj: &Arc<K>, deleted: bool) -> bool {
+        let uid = obj.meta().uid.clone().unwrap_or_default();
+        if deleted {
+            self.by_uid.remove(&uid);
+            false
+        } else {
+            self.by_uid.insert(uid, Arc::clone(obj)).is_none()
+        }
+    }
+
+    /// The events that bring what was seen up to `cached` (the informer's store now), as
+    /// `(object, deleted)`: deletions first, then every cached object but those seen as the
+    /// store holds them (the same version: the store replaces its object on every change,
+    /// and an update's event carries the store's), so a lag costs what it missed, not a
+    /// pass over the whole cache.
+    pub fn missed(&self, cached: Vec<Arc<K>>) -> std::collections::VecDeque<(Arc<K>, bool)> {
+        let present: std::collections::HashSet<&str> = cached
+            .iter()
+            .filter_map(|o| o.meta().uid.as_deref())
+            .collect();
+        let mut events: std::collections::VecDeque<(Arc<K>, bool)> = self
+            .by_uid
+            .iter()
+            .filter(|(uid, _)| !present.contains(uid.as_str()))
+            .map(|(_, o)| (Arc::clone(o), true))
+            .collect();
+        events.extend(
+            cached
+                .iter()
+                .filter(|o| {
+                    let uid = o.meta().uid.as_deref().unwrap_or_default();
+                    self.by_uid
+                        .get(uid)
+                        .is_none_or(|seen| !Arc::ptr_eq(seen, o))
+                })
+                .map(|o| (Arc::clone(o), false)),
+        );
+        events
+    }
+}
+
+/// What a [`Tracked`] subscription gives next.
+pub enum Step<K> {
+    /// An object applied (`deleted` false) or deleted; `first` when an applied object is
+    /// seen for the first time (a creation).
+    Object {
+        obj: Arc<K>,
+        deleted: bool,
+        first: bool,
+    },
+    /// Events were missed: everything should be looked at again. The missed objects come
+    /// next, replayed from the store.
+    Resync,
+    /// The informer stopped.
+    Closed,
+}
+
+/// A subscription for a controller that counts creations and deletions (its
+/// expectations): each object's first sight is reported once, and the events it misses
+/// by falling behind are replayed from the store ([`Seen::missed`]).
+pub struct Tracked<K: kube::Resource + Clone + 'static>
+where
+    K::DynamicType: std::hash::Hash + Eq + Clone,
+{
+    rx: broadcast::Receiver<Change<K>>,
+    store: Store<K>,
+    seen: Seen<K>,
+    missed: std::collections::VecDeque<(Arc<K>, bool)>,
+}
+
+impl<K: kube::Resource + Clone + 'static> Tracked<K>
+where
+    K::DynamicType: std::hash::Hash + Eq + Clone,
+{
+    /// The next object event, replayed ones first.
+    pub async fn next(&mut self) -> Step<K> {
+        loop {
+            let (obj, deleted) = match self.missed.pop_front() {
+                Some(event) => event,
+                None => match next(&mut self.rx).await {
+                    Next::Apply(o) => (o, false),
+                    Next::Delete(o) => (o, true),
+                    Next::Other => continue,
+                    Next::Resync => {
+                        self.missed = self.seen.missed(self.store.state());
+                        return Step::Resync;
+                    }
+                    Next::Closed => return Step::Closed,
+                },
+            };
+            let first = self.seen.observe(&obj, deleted);
+            return Step::Object {
+                obj,
+                deleted,
+                first,
+            };
+        }
+    }
 }
 
 /// The next event of a subscription.
@@ -381,6 +514,91 @@ mod tests {
             .unwrap_or_default();
         k.sort();
         k
+    }
+
+    fn with_uid(mut p: CachedPod, uid: &str) -> Arc<CachedPod> {
+        p.metadata.uid = Some(uid.to_string());
+        Arc::new(p)
+    }
+
+    /// A subscriber that fell behind replays what it missed from the cache: each pod
+    /// created is seen for the first time exactly once, whether its event was dropped,
+    /// replayed from the cache, or both, and a pod deleted while its events were dropped
+    /// comes back as a deletion (as the ReplicaSet, Job and DaemonSet controllers use it
+    /// for their expectations).
+    #[tokio::test]
+    async fn a_lagging_subscriber_counts_each_creation_once() {
+        let (tx, _) = broadcast::channel::<Change<CachedPod>>(4);
+        let mut writer = reflector::store::Writer::<CachedPod>::default();
+        let mut tracked = Tracked {
+            rx: tx.subscribe(),
+            store: writer.as_reader(),
+            seen: Seen::default(),
+            missed: std::collections::VecDeque::new(),
+        };
+        let reader = writer.as_reader();
+        // As the informer: the store first, then the store's object to subscribers.
+        let mut apply = |p: CachedPod, deleted: bool| {
+            let r = ObjectRef::from_obj(&p);
+            if deleted {
+                writer.apply_watcher_event(&watcher::Event::Delete(p.clone()));
+                let _ = tx.send(Change::Delete(Arc::new(p)));
+            } else {
+                writer.apply_watcher_event(&watcher::Event::Apply(p));
+                let _ = tx.send(Change::Apply(reader.get(&r).unwrap()));
+            }
+        };
+        let a = with_uid(pod("a", Some("rs"), None), "ua");
+        apply(a.as_ref().clone(), false);
+        let Step::Object { first: true, .. } = tracked.next().await else {
+            panic!("a first seen");
+        };
+        // Ten creations and a's deletion: the oldest events are dropped for this receiver.
+        for i in 0..10 {
+            apply(
+                with_uid(pod(&format!("p{i}"), Some("rs"), None), &format!("u{i}"))
+                    .as_ref()
+                    .clone(),
+                false,
+            );
+        }
+        apply(a.as_ref().clone(), true);
+        let (mut first, mut deleted, mut resyncs) = (Vec::new(), Vec::new(), 0);
+        while let Ok(step) =
+            tokio::time::timeout(std::time::Duration::from_millis(50), tracked.next()).await
+        {
+            match step {
+                Step::Object {
+                    obj,
+                    deleted: gone,
+                    first: new,
+                } => {
+                    let name = obj.metadata.name.clone().unwrap_or_default();
+                    if new {
+                        first.push(name.clone());
+                    }
+                    if gone {
+                        deleted.push(name);
+                    }
+                }
+                Step::Resync => resyncs += 1,
+                Step::Closed => break,
+            }
+        }
+        assert_eq!(resyncs, 1, "the subscriber fell behind");
+        first.sort();
+        let mut want: Vec<String> = (0..10).map(|i| format!("p{i}")).collect();
+        want.sort();
+        assert_eq!(first, want, "each creation counted once");
+        assert!(deleted.contains(&"a".to_string()), "{deleted:?}");
+        // Caught up: nothing is missed, and a new version of a pod is.
+        let mut cache = tracked.store.state();
+        assert!(tracked.seen.missed(cache.clone()).is_empty());
+        cache[3] = Arc::new(cache[3].as_ref().clone());
+        let missed: Vec<_> = tracked.seen.missed(cache.clone()).into_iter().collect();
+        assert_eq!(missed.len(), 1);
+        assert_eq!(missed[0].0.metadata.name, cache[3].metadata.name);
+        assert!(!missed[0].1);
     }
 
     /// An informer whose server answers nothing but errors retries with back-off, not in

@@ -27,7 +27,7 @@ use runtime::workqueue::WorkQueue;
 use serde_json::{Value, json};
 
 use crate::cachedpod::CachedPod;
-use crate::informers::{self, Informer, Next};
+use crate::informers::{self, Informer, Next, Step};
 use crate::pods::{self, PodView};
 use crate::run::{key_of, now_ms};
 use crate::util::{api_message, claimable, lock, rfc3339};
@@ -1284,7 +1284,7 @@ pub async fn run_jobs(
     workers: usize,
 ) {
     let mut job_events = jobs.subscribe();
-    let mut pod_events = pod_informer.subscribe();
+    let mut pod_events = pod_informer.subscribe_tracked();
     let shared = Arc::new(Shared {
         jobs: jobs.store.clone(),
         pods: pod_informer.store.clone(),
@@ -1345,13 +1345,16 @@ pub async fn run_jobs(
     });
     let sh = Arc::clone(&shared);
     tokio::spawn(async move {
-        let mut seen: HashSet<String> = HashSet::new();
         loop {
-            let (pod, deleted) = match informers::next(&mut pod_events).await {
-                Next::Apply(p) => (p, false),
-                Next::Delete(p) => (p, true),
-                Next::Other => continue,
-                Next::Resync => {
+            // Missed events are replayed after a resync, for the expectations and the
+            // finalizer tracking.
+            let (pod, deleted, first_seen) = match pod_events.next().await {
+                Step::Object {
+                    obj,
+                    deleted,
+                    first,
+                } => (obj, deleted, first),
+                Step::Resync => {
                     for j in sh.jobs.state() {
                         sh.queue.add(key_of(
                             j.metadata.namespace.as_deref().unwrap_or_default(),
@@ -1360,18 +1363,12 @@ pub async fn run_jobs(
                     }
                     continue;
                 }
-                Next::Closed => break,
+                Step::Closed => break,
             };
             let ns = pod.metadata.namespace.clone().unwrap_or_default();
             let pname = pod.metadata.name.clone().unwrap_or_default();
             let puid = pod.metadata.uid.clone().unwrap_or_default();
             let pod_key = key_of(&ns, &pname);
-            let first_seen = !seen.contains(&puid);
-            if deleted {
-                seen.remove(&puid);
-            } else {
-                seen.insert(puid.clone());
-            }
             // A pod another kind of controller owns concerns no Job (upstream's
             // resolveControllerRef), unless it carries the Job tracking finalizer.
             let tracked = tracked_by_job(&pod.metadata);

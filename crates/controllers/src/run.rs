@@ -5,7 +5,6 @@
 //! `--use-service-account-credentials`), with expectations so a lagging cache never
 //! makes it create twice.
 
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -22,7 +21,7 @@ use runtime::workqueue::WorkQueue;
 use serde_json::{Value, json};
 
 use crate::cachedpod::CachedPod;
-use crate::informers::{self, Informer, Next};
+use crate::informers::{self, Informer, Next, Step};
 use crate::pods::Claimable;
 use crate::replicaset::{self, Manage};
 
@@ -206,7 +205,7 @@ pub async fn run_replicasets(
     workers: usize,
 ) {
     let mut rs_events = replicasets.subscribe();
-    let mut pod_events = pods.subscribe();
+    let mut pod_events = pods.subscribe_tracked();
     let shared = Arc::new(Shared {
         replicasets: replicasets.store.clone(),
         pod_informer: Arc::clone(&pods),
@@ -237,21 +236,24 @@ pub async fn run_replicasets(
     });
     let s = Arc::clone(&shared);
     tokio::spawn(async move {
-        let mut seen: HashSet<String> = HashSet::new();
         loop {
-            let (pod, deleted) = match informers::next(&mut pod_events).await {
-                Next::Apply(p) => (p, false),
-                Next::Delete(p) => (p, true),
-                Next::Other => continue,
-                Next::Resync => {
+            // Missed events are replayed after a resync: their creations and deletions
+            // still count towards expectations (else a ReplicaSet would wait five minutes
+            // for them to expire before its next batch).
+            let (pod, deleted, first_seen) = match pod_events.next().await {
+                Step::Object {
+                    obj,
+                    deleted,
+                    first,
+                } => (obj, deleted, first),
+                Step::Resync => {
                     for rs in s.replicasets.state() {
                         s.queue.add(object_key(&rs.metadata));
                     }
                     continue;
                 }
-                Next::Closed => break,
+                Step::Closed => break,
             };
-            let uid = pod.metadata.uid.clone().unwrap_or_default();
             let pod_key = key_of(
                 pod.metadata.namespace.as_deref().unwrap_or_default(),
                 pod.metadata.name.as_deref().unwrap_or_default(),
@@ -262,14 +264,13 @@ pub async fn run_replicasets(
             // batched for POD_STATUS_BATCH, so a ReplicaSet with many pods changing is
             // synced a few times a second, not once per pod event (a sync reads all its
             // pods), as the Job controller's `syncJobBatchPeriod`.
-            let urgent =
-                deleted || !seen.contains(&uid) || pod.metadata.deletion_timestamp.is_some();
+            let urgent = deleted || first_seen || pod.metadata.deletion_timestamp.is_some();
             {
                 let mut exp = s.expectations();
                 for owner in &owners {
                     if deleted {
                         exp.deletion_observed(owner, &pod_key);
-                    } else if !seen.contains(&uid) {
+                    } else if first_seen {
                         exp.creation_observed(owner);
                     }
                     // A pod going away (being deleted) also fulfils a deletion.
@@ -277,11 +278,6 @@ pub async fn run_replicasets(
                         exp.deletion_observed(owner, &pod_key);
                     }
                 }
-            }
-            if deleted {
-                seen.remove(&uid);
-            } else {
-                seen.insert(uid);
             }
             for owner in owners {
                 if urgent {
@@ -662,14 +658,18 @@ async fn sync_deployment(s: &DeploymentShared, key: &str) -> Result<(), kube::Er
     let Some(d) = s.deployments.get(&ObjectRef::new(name).within(ns)) else {
         return Ok(());
     };
+    let d_uid = d.metadata.uid.clone().unwrap_or_default();
     let Ok(d) = serde_json::to_value(d.as_ref()) else {
         return Ok(());
     };
+    // Only this Deployment's ReplicaSets and the orphans it might adopt are claimed, so only
+    // they are converted (a ReplicaSet of another controller is left alone by the claim).
     let rss: Vec<Value> = s
         .replicasets
         .state()
         .iter()
         .filter(|r| r.metadata.namespace.as_deref() == Some(ns))
+        .filter(|r| crate::pods::controller_ref(&r.metadata).is_none_or(|o| o.uid == d_uid))
         .filter_map(|r| serde_json::to_value(r.as_ref()).ok())
         .collect();
     let claim = replicaset::claim(&d, &rss);

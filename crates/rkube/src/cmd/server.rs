@@ -344,12 +344,12 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
         );
         let options = args.controllers.clone();
         let stop = stopped();
-        tokio::spawn(async move {
+        spawn_component("controller-manager", async move {
             let r =
                 super::components::run_controller_manager(&source, &options, leader_elect, stop)
                     .await;
             component_ended("controller manager", r);
-        });
+        })?;
     }
     if !args.disable_scheduler {
         let source = source("scheduler.kubeconfig", super::components::SCHEDULER);
@@ -360,12 +360,12 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
             .server
             .metrics
             .add_source(Arc::new(move || rendered.render()));
-        tokio::spawn(async move {
+        spawn_component("scheduler", async move {
             let r =
                 super::components::run_scheduler(&source, profiles, metrics, leader_elect, stop)
                     .await;
             component_ended("scheduler", r);
-        });
+        })?;
     }
     let agent = if args.disable_agent {
         None
@@ -432,6 +432,29 @@ impl runtime::Connector for InProcessConnector {
 
 /// A component of the server stopped: a lost leader lease ends the process (as
 /// upstream's components), other errors are logged.
+/// Runs an in-process component on a Tokio runtime of its own, on threads named after it,
+/// as a process of its own would run it: the operating system then shares the cores
+/// between the component and the API server's request handling, where one runtime would
+/// leave a busy component's tasks and the handlers' to queue behind each other. (Measured
+/// at 5,000 simulated nodes: on the server's runtime the scheduler fell behind the
+/// controller manager's creations, and the whole run took more CPU.) The component's
+/// in-process requests run their handlers on its threads.
+fn spawn_component(
+    name: &'static str,
+    component: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name(name)
+        .build()
+        .with_context(|| format!("starting the {name}'s runtime"))?;
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(move || runtime.block_on(component))
+        .with_context(|| format!("starting the {name}'s thread"))?;
+    Ok(())
+}
+
 fn component_ended(name: &str, result: anyhow::Result<()>) {
     if let Err(e) = result {
         if e.downcast_ref::<super::components::LeaderLost>().is_some() {
