@@ -430,8 +430,6 @@ impl runtime::Connector for InProcessConnector {
     }
 }
 
-/// A component of the server stopped: a lost leader lease ends the process (as
-/// upstream's components), other errors are logged.
 /// Runs an in-process component on a Tokio runtime of its own, on threads named after it,
 /// as a process of its own would run it: the operating system then shares the cores
 /// between the component and the API server's request handling, where one runtime would
@@ -455,6 +453,8 @@ fn spawn_component(
     Ok(())
 }
 
+/// A component of the server stopped: a lost leader lease ends the process (as
+/// upstream's components), other errors are logged.
 fn component_ended(name: &str, result: anyhow::Result<()>) {
     if let Err(e) = result {
         if e.downcast_ref::<super::components::LeaderLost>().is_some() {
