@@ -36,7 +36,7 @@ use serde_json::{Value, json};
 
 use crate::cachedpod::CachedPod;
 use crate::history;
-use crate::informers::{self, Informer, Next, Step};
+use crate::informers::{self, Informer, Next, Observed};
 use crate::pods::{self, PodView};
 use crate::util::{api_message, claimable, lock};
 
@@ -1015,20 +1015,13 @@ pub async fn run_daemonsets(
     });
     let s = Arc::clone(&shared);
     tokio::spawn(async move {
-        loop {
-            // Missed events are replayed after a resync, for the expectations.
-            let (pod, deleted, first_seen) = match pod_events.next().await {
-                Step::Object {
-                    obj,
-                    deleted,
-                    first,
-                } => (obj, deleted, first),
-                Step::Resync => {
-                    s.enqueue_all();
-                    continue;
-                }
-                Step::Closed => break,
-            };
+        // A relist's unseen changes are replayed after its resync, for the expectations.
+        while let Some(Observed {
+            obj: pod,
+            deleted,
+            first: first_seen,
+        }) = pod_events.next(|| s.enqueue_all()).await
+        {
             let owners = crate::run::owned_keys(pod.as_ref(), "DaemonSet", &s.daemonsets.state());
             let pod_key = crate::run::object_key(&pod.metadata);
             {

@@ -1,7 +1,9 @@
 //! Shared informers: one list+watch per resource type for the whole process (kube-runtime's
 //! watcher, which relists on `410 Gone` and resumes from the last resourceVersion, feeding
 //! a reflector store), with its events fanned out to every controller that subscribes.
-//! A subscriber that falls behind is told so and resyncs from the store.
+//! Each subscriber has its own unbounded queue (as upstream's `processorListener`), so one
+//! starved of CPU catches up later instead of losing events; after a relist, subscribers
+//! are told to look at everything again.
 
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -13,11 +15,7 @@ use kube::Api;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde::de::DeserializeOwned;
-use tokio::sync::broadcast;
-
-/// How many events a slow subscriber may fall behind before it must resync (the channel
-/// holds shared pointers, so its slots cost a pointer each).
-const BUFFER: usize = 4096;
+use tokio::sync::mpsc;
 
 /// One resource type's cache and event stream.
 pub struct Informer<K: kube::Resource + Clone + 'static>
@@ -25,7 +23,8 @@ where
     K::DynamicType: std::hash::Hash + Eq + Clone,
 {
     pub store: Store<K>,
-    events: broadcast::Sender<Change<K>>,
+    /// Each subscriber's queue; a closed one is dropped at the next event.
+    subscribers: std::sync::Mutex<Vec<mpsc::UnboundedSender<Change<K>>>>,
     indexes: RwLock<Indexes<K>>,
     indexers: &'static [Indexer<K>],
 }
@@ -140,7 +139,11 @@ pub const POD_INDEXERS: &[Indexer<CachedPod>] = &[
 pub enum Change<K> {
     Apply(Arc<K>),
     Delete(Arc<K>),
+    /// A list started.
     Other,
+    /// A list ended and replaced the store: objects deleted while the watch was down left
+    /// without an event.
+    Relisted,
 }
 
 impl<K> Clone for Change<K> {
@@ -149,8 +152,14 @@ impl<K> Clone for Change<K> {
             Change::Apply(o) => Change::Apply(Arc::clone(o)),
             Change::Delete(o) => Change::Delete(Arc::clone(o)),
             Change::Other => Change::Other,
+            Change::Relisted => Change::Relisted,
         }
     }
+}
+
+/// One subscriber's events, in order, none dropped.
+pub struct Subscription<K> {
+    rx: mpsc::UnboundedReceiver<Change<K>>,
 }
 
 /// What a subscriber receives next.
@@ -158,9 +167,9 @@ pub enum Next<K> {
     /// Added or modified (also while listing).
     Apply(Arc<K>),
     Delete(Arc<K>),
-    /// A list started or ended.
+    /// A list started.
     Other,
-    /// Events were missed: re-read everything from the store.
+    /// The store was relisted: re-read everything from it (deletions may have been missed).
     Resync,
     /// The informer stopped.
     Closed,
@@ -222,14 +231,12 @@ where
         indexers: &'static [Indexer<K>],
     ) -> Arc<Self> {
         let (store, writer) = reflector::store::<K>();
-        let (events, _) = broadcast::channel(BUFFER);
         let informer = Arc::new(Informer {
             store,
-            events,
+            subscribers: std::sync::Mutex::new(Vec::new()),
             indexes: RwLock::new(Indexes::default()),
             indexers,
         });
-        let tx = informer.events.clone();
         let stream = reflector::reflector(
             writer,
             // Backing off after errors (as client-go's reflector): retried at once, a watch
@@ -260,9 +267,10 @@ where
                                 Change::Apply(stored.unwrap_or_else(|| Arc::new(o)))
                             }
                             watcher::Event::Delete(o) => Change::Delete(Arc::new(o)),
-                            watcher::Event::Init | watcher::Event::InitDone => Change::Other,
+                            watcher::Event::Init => Change::Other,
+                            watcher::Event::InitDone => Change::Relisted,
                         };
-                        let _ = tx.send(change);
+                        me.publish(&change);
                     }
                     Err(e) => {
                         tracing::debug!(error = %e, "watch error; the watcher backs off and resumes")
@@ -271,6 +279,11 @@ where
             }
         });
         informer
+    }
+
+    /// Queues `change` for every subscriber still listening.
+    fn publish(&self, change: &Change<K>) {
+        crate::util::lock(&self.subscribers).retain(|tx| tx.send(change.clone()).is_ok());
     }
 
     fn indexes(&self) -> std::sync::RwLockWriteGuard<'_, Indexes<K>> {
@@ -315,15 +328,17 @@ where
     }
 
     /// A new subscription to the events from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<Change<K>> {
-        self.events.subscribe()
+    pub fn subscribe(&self) -> Subscription<K> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        crate::util::lock(&self.subscribers).push(tx);
+        Subscription { rx }
     }
 
-    /// A new subscription that tells first sights from updates and, after falling
-    /// behind, replays what it missed from this informer's store ([`Seen`]).
+    /// A new subscription that tells first sights from updates and, after a relist,
+    /// replays from this informer's store what the relist changed unseen ([`Seen`]).
     pub fn subscribe_tracked(&self) -> Tracked<K> {
         Tracked {
-            rx: self.events.subscribe(),
+            rx: self.subscribe(),
             store: self.store.clone(),
             seen: Seen::default(),
             missed: std::collections::VecDeque::new(),
@@ -344,12 +359,13 @@ fn index_name<K>(indexers: &[Indexer<K>], name: &str) -> &'static str {
 }
 
 /// The objects a subscriber has seen, by uid, as it last saw them: it tells a first sight
-/// (a creation, for controller expectations) from an update, and after the subscriber fell
-/// behind ([`Next::Resync`]) it gives the events the subscriber missed, read from the
-/// cache as a relist gives them upstream (`DeltaFIFO.Replace`): every cached object it has
-/// not seen as it is as an update, and every seen object that has left the cache as a
-/// deletion of its last seen state. The events still queued for the subscriber follow; replaying them again is
-/// harmless, since a first sight is counted once here and deletions are idempotent.
+/// (a creation, for controller expectations) from an update, and after a relist
+/// ([`Next::Resync`]) it gives the events the relist implied, read from the cache as
+/// upstream's `DeltaFIFO.Replace` gives them: every cached object it has not seen as it
+/// is as an update, and every seen object that has left the cache as a deletion of its
+/// last seen state (an object deleted while the watch was down has no event of its own).
+/// Events still queued for the subscriber follow; replaying them again is harmless, since
+/// a first sight is counted once here and deletions are idempotent.
 pub struct Seen<K> {
     by_uid: HashMap<String, Arc<K>>,
 }
@@ -378,8 +394,8 @@ impl<K: kube::Resource> Seen<K> {
     /// The events that bring what was seen up to `cached` (the informer's store now), as
     /// `(object, deleted)`: deletions first, then every cached object but those seen as the
     /// store holds them (the same version: the store replaces its object on every change,
-    /// and an update's event carries the store's), so a lag costs what it missed, not a
-    /// pass over the whole cache.
+    /// and an update's event carries the store's), so a replay costs what changed unseen,
+    /// not a pass over the whole cache.
     pub fn missed(&self, cached: Vec<Arc<K>>) -> std::collections::VecDeque<(Arc<K>, bool)> {
         let present: std::collections::HashSet<&str> = cached
             .iter()
@@ -406,30 +422,24 @@ impl<K: kube::Resource> Seen<K> {
     }
 }
 
-/// What a [`Tracked`] subscription gives next.
-pub enum Step<K> {
-    /// An object applied (`deleted` false) or deleted; `first` when an applied object is
-    /// seen for the first time (a creation).
-    Object {
-        obj: Arc<K>,
-        deleted: bool,
-        first: bool,
-    },
-    /// Events were missed: everything should be looked at again. The missed objects come
-    /// next, replayed from the store.
-    Resync,
-    /// The informer stopped.
-    Closed,
+/// An object event of a [`Tracked`] subscription.
+pub struct Observed<K> {
+    /// The object as applied, or as last seen when deleted.
+    pub obj: Arc<K>,
+    /// The object was deleted.
+    pub deleted: bool,
+    /// An applied object seen for the first time (a creation).
+    pub first: bool,
 }
 
 /// A subscription for a controller that counts creations and deletions (its
-/// expectations): each object's first sight is reported once, and the events it misses
-/// by falling behind are replayed from the store ([`Seen::missed`]).
+/// expectations): each object's first sight is reported once, and after a relist the
+/// changes it implied are replayed from the store ([`Seen::missed`]).
 pub struct Tracked<K: kube::Resource + Clone + 'static>
 where
     K::DynamicType: std::hash::Hash + Eq + Clone,
 {
-    rx: broadcast::Receiver<Change<K>>,
+    rx: Subscription<K>,
     store: Store<K>,
     seen: Seen<K>,
     missed: std::collections::VecDeque<(Arc<K>, bool)>,
@@ -439,8 +449,10 @@ impl<K: kube::Resource + Clone + 'static> Tracked<K>
 where
     K::DynamicType: std::hash::Hash + Eq + Clone,
 {
-    /// The next object event, replayed ones first.
-    pub async fn next(&mut self) -> Step<K> {
+    /// The next object event, replayed ones first; `None` once the informer stopped.
+    /// `on_resync` runs after a relist (everything should be looked at again); the
+    /// changes it implied come next, replayed from the store.
+    pub async fn next(&mut self, mut on_resync: impl FnMut()) -> Option<Observed<K>> {
         loop {
             let (obj, deleted) = match self.missed.pop_front() {
                 Some(event) => event,
@@ -450,32 +462,30 @@ where
                     Next::Other => continue,
                     Next::Resync => {
                         self.missed = self.seen.missed(self.store.state());
-                        return Step::Resync;
+                        on_resync();
+                        continue;
                     }
-                    Next::Closed => return Step::Closed,
+                    Next::Closed => return None,
                 },
             };
             let first = self.seen.observe(&obj, deleted);
-            return Step::Object {
+            return Some(Observed {
                 obj,
                 deleted,
                 first,
-            };
+            });
         }
     }
 }
 
 /// The next event of a subscription.
-pub async fn next<K>(rx: &mut broadcast::Receiver<Change<K>>) -> Next<K> {
-    match rx.recv().await {
-        Ok(Change::Apply(o)) => Next::Apply(o),
-        Ok(Change::Delete(o)) => Next::Delete(o),
-        Ok(Change::Other) => Next::Other,
-        Err(broadcast::error::RecvError::Lagged(n)) => {
-            tracing::warn!(missed = n, "informer subscriber fell behind; resyncing");
-            Next::Resync
-        }
-        Err(broadcast::error::RecvError::Closed) => Next::Closed,
+pub async fn next<K>(sub: &mut Subscription<K>) -> Next<K> {
+    match sub.rx.recv().await {
+        Some(Change::Apply(o)) => Next::Apply(o),
+        Some(Change::Delete(o)) => Next::Delete(o),
+        Some(Change::Other) => Next::Other,
+        Some(Change::Relisted) => Next::Resync,
+        None => Next::Closed,
     }
 }
 
@@ -521,71 +531,108 @@ mod tests {
         Arc::new(p)
     }
 
-    /// A subscriber that fell behind replays what it missed from the cache: each pod
-    /// created is seen for the first time exactly once, whether its event was dropped,
-    /// replayed from the cache, or both, and a pod deleted while its events were dropped
-    /// comes back as a deletion (as the ReplicaSet, Job and DaemonSet controllers use it
-    /// for their expectations).
+    /// An informer with no watch of its own, for tests: `apply` feeds it as the watch would.
+    fn bare_informer() -> (
+        Arc<Informer<CachedPod>>,
+        reflector::store::Writer<CachedPod>,
+    ) {
+        let (store, writer) = reflector::store::<CachedPod>();
+        let informer = Arc::new(Informer {
+            store,
+            subscribers: std::sync::Mutex::new(Vec::new()),
+            indexes: RwLock::new(Indexes::default()),
+            indexers: POD_INDEXERS,
+        });
+        (informer, writer)
+    }
+
+    /// A subscriber that does not read for a while misses nothing (each has its own queue,
+    /// however far behind it falls), and a dropped one stops being fed.
     #[tokio::test]
-    async fn a_lagging_subscriber_counts_each_creation_once() {
-        let (tx, _) = broadcast::channel::<Change<CachedPod>>(4);
-        let mut writer = reflector::store::Writer::<CachedPod>::default();
-        let mut tracked = Tracked {
-            rx: tx.subscribe(),
-            store: writer.as_reader(),
-            seen: Seen::default(),
-            missed: std::collections::VecDeque::new(),
-        };
+    async fn a_slow_subscriber_gets_every_event() {
+        let (informer, _writer) = bare_informer();
+        let mut slow = informer.subscribe();
+        let gone = informer.subscribe();
+        drop(gone);
+        for i in 0..10_000 {
+            informer.publish(&Change::Apply(with_uid(
+                pod(&format!("p{i}"), None, None),
+                "u",
+            )));
+        }
+        assert_eq!(
+            crate::util::lock(&informer.subscribers).len(),
+            1,
+            "the dropped one is gone"
+        );
+        for i in 0..10_000 {
+            let Next::Apply(p) = next(&mut slow).await else {
+                panic!("event {i} is an object");
+            };
+            assert_eq!(p.metadata.name.as_deref(), Some(format!("p{i}").as_str()));
+        }
+        drop(informer);
+        assert!(matches!(next(&mut slow).await, Next::Closed));
+    }
+
+    /// After a relist, a tracked subscriber replays what the relist changed unseen: a pod
+    /// deleted while the watch was down comes back as a deletion, and each pod created is
+    /// seen for the first time exactly once, whether from its event, the replay, or both
+    /// (as the ReplicaSet, Job and DaemonSet controllers count them for their expectations).
+    #[tokio::test]
+    async fn a_relist_replays_unseen_deletions_and_counts_each_creation_once() {
+        let (informer, mut writer) = bare_informer();
+        let mut tracked = informer.subscribe_tracked();
         let reader = writer.as_reader();
         // As the informer: the store first, then the store's object to subscribers.
-        let mut apply = |p: CachedPod, deleted: bool| {
+        let mut apply = |p: CachedPod, deleted: bool, event: bool| {
             let r = ObjectRef::from_obj(&p);
             if deleted {
                 writer.apply_watcher_event(&watcher::Event::Delete(p.clone()));
-                let _ = tx.send(Change::Delete(Arc::new(p)));
+                if event {
+                    informer.publish(&Change::Delete(Arc::new(p)));
+                }
             } else {
                 writer.apply_watcher_event(&watcher::Event::Apply(p));
-                let _ = tx.send(Change::Apply(reader.get(&r).unwrap()));
+                if event {
+                    informer.publish(&Change::Apply(reader.get(&r).unwrap()));
+                }
             }
         };
         let a = with_uid(pod("a", Some("rs"), None), "ua");
-        apply(a.as_ref().clone(), false);
-        let Step::Object { first: true, .. } = tracked.next().await else {
+        apply(a.as_ref().clone(), false, true);
+        let Some(Observed { first: true, .. }) = tracked.next(|| {}).await else {
             panic!("a first seen");
         };
-        // Ten creations and a's deletion: the oldest events are dropped for this receiver.
+        // Ten creations, five of them without an event (made while the watch was down),
+        // and a's deletion without one; then the relist ends.
         for i in 0..10 {
             apply(
                 with_uid(pod(&format!("p{i}"), Some("rs"), None), &format!("u{i}"))
                     .as_ref()
                     .clone(),
                 false,
+                i % 2 == 0,
             );
         }
-        apply(a.as_ref().clone(), true);
+        apply(a.as_ref().clone(), true, false);
+        informer.publish(&Change::Relisted);
         let (mut first, mut deleted, mut resyncs) = (Vec::new(), Vec::new(), 0);
-        while let Ok(step) =
-            tokio::time::timeout(std::time::Duration::from_millis(50), tracked.next()).await
+        while let Ok(Some(event)) = tokio::time::timeout(
+            std::time::Duration::from_millis(50),
+            tracked.next(|| resyncs += 1),
+        )
+        .await
         {
-            match step {
-                Step::Object {
-                    obj,
-                    deleted: gone,
-                    first: new,
-                } => {
-                    let name = obj.metadata.name.clone().unwrap_or_default();
-                    if new {
-                        first.push(name.clone());
-                    }
-                    if gone {
-                        deleted.push(name);
-                    }
-                }
-                Step::Resync => resyncs += 1,
-                Step::Closed => break,
+            let name = event.obj.metadata.name.clone().unwrap_or_default();
+            if event.first {
+                first.push(name.clone());
+            }
+            if event.deleted {
+                deleted.push(name);
             }
         }
-        assert_eq!(resyncs, 1, "the subscriber fell behind");
+        assert_eq!(resyncs, 1, "the relist");
         first.sort();
         let mut want: Vec<String> = (0..10).map(|i| format!("p{i}")).collect();
         want.sort();

@@ -27,7 +27,7 @@ use runtime::workqueue::WorkQueue;
 use serde_json::{Value, json};
 
 use crate::cachedpod::CachedPod;
-use crate::informers::{self, Informer, Next, Step};
+use crate::informers::{self, Informer, Next, Observed};
 use crate::pods::{self, PodView};
 use crate::run::{key_of, now_ms};
 use crate::util::{api_message, claimable, lock, rfc3339};
@@ -1345,26 +1345,22 @@ pub async fn run_jobs(
     });
     let sh = Arc::clone(&shared);
     tokio::spawn(async move {
-        loop {
-            // Missed events are replayed after a resync, for the expectations and the
-            // finalizer tracking.
-            let (pod, deleted, first_seen) = match pod_events.next().await {
-                Step::Object {
-                    obj,
-                    deleted,
-                    first,
-                } => (obj, deleted, first),
-                Step::Resync => {
-                    for j in sh.jobs.state() {
-                        sh.queue.add(key_of(
-                            j.metadata.namespace.as_deref().unwrap_or_default(),
-                            j.metadata.name.as_deref().unwrap_or_default(),
-                        ));
-                    }
-                    continue;
-                }
-                Step::Closed => break,
-            };
+        // A relist's unseen changes are replayed after its resync, for the expectations
+        // and the finalizer tracking.
+        let requeue_all = |sh: &Shared| {
+            for j in sh.jobs.state() {
+                sh.queue.add(key_of(
+                    j.metadata.namespace.as_deref().unwrap_or_default(),
+                    j.metadata.name.as_deref().unwrap_or_default(),
+                ));
+            }
+        };
+        while let Some(Observed {
+            obj: pod,
+            deleted,
+            first: first_seen,
+        }) = pod_events.next(|| requeue_all(&sh)).await
+        {
             let ns = pod.metadata.namespace.clone().unwrap_or_default();
             let pname = pod.metadata.name.clone().unwrap_or_default();
             let puid = pod.metadata.uid.clone().unwrap_or_default();

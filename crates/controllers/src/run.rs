@@ -21,7 +21,7 @@ use runtime::workqueue::WorkQueue;
 use serde_json::{Value, json};
 
 use crate::cachedpod::CachedPod;
-use crate::informers::{self, Informer, Next, Step};
+use crate::informers::{self, Informer, Next, Observed};
 use crate::pods::Claimable;
 use crate::replicaset::{self, Manage};
 
@@ -236,24 +236,20 @@ pub async fn run_replicasets(
     });
     let s = Arc::clone(&shared);
     tokio::spawn(async move {
-        loop {
-            // Missed events are replayed after a resync: their creations and deletions
-            // still count towards expectations (else a ReplicaSet would wait five minutes
-            // for them to expire before its next batch).
-            let (pod, deleted, first_seen) = match pod_events.next().await {
-                Step::Object {
-                    obj,
-                    deleted,
-                    first,
-                } => (obj, deleted, first),
-                Step::Resync => {
-                    for rs in s.replicasets.state() {
-                        s.queue.add(object_key(&rs.metadata));
-                    }
-                    continue;
-                }
-                Step::Closed => break,
-            };
+        // A relist's unseen changes are replayed after its resync: their creations and
+        // deletions still count towards expectations (else a ReplicaSet would wait five
+        // minutes for them to expire before its next batch).
+        let requeue_all = |s: &Shared| {
+            for rs in s.replicasets.state() {
+                s.queue.add(object_key(&rs.metadata));
+            }
+        };
+        while let Some(Observed {
+            obj: pod,
+            deleted,
+            first: first_seen,
+        }) = pod_events.next(|| requeue_all(&s)).await
+        {
             let pod_key = key_of(
                 pod.metadata.namespace.as_deref().unwrap_or_default(),
                 pod.metadata.name.as_deref().unwrap_or_default(),

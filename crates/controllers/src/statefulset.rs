@@ -936,10 +936,8 @@ impl Shared {
 }
 
 /// Enqueues the set controlling (or, for an orphan, matching) each changed object.
-fn follow_owned<K>(
-    shared: &Arc<Shared>,
-    mut rx: tokio::sync::broadcast::Receiver<informers::Change<K>>,
-) where
+fn follow_owned<K>(shared: &Arc<Shared>, mut rx: informers::Subscription<K>)
+where
     K: kube::Resource + serde::Serialize + Send + Sync + 'static,
 {
     let s = Arc::clone(shared);

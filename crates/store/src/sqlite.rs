@@ -9,9 +9,11 @@
 //!
 //! Writes go through one writer thread that drains every queued request into one
 //! transaction and commits it with one fsync (`synchronous=FULL`), so concurrent writers
-//! share the cost of durability (group commit). A write is acknowledged only after its
-//! commit. Reads run on a small pool of connections, concurrently with the writer, each in
-//! a read transaction so a list and the revision it reports come from one snapshot.
+//! share the cost of durability (group commit); in a stream of writes it waits briefly for
+//! more before committing a small batch ([`SqliteOptions::commit_delay`]). A write is
+//! acknowledged only after its commit. Reads run on a small pool of connections,
+//! concurrently with the writer, each in a read transaction so a list and the revision it
+//! reports come from one snapshot.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -70,6 +72,11 @@ pub struct SqliteOptions {
     pub readers: usize,
     /// Most requests committed in one transaction.
     pub max_batch: usize,
+    /// While writes come in a stream (the last commit ended less than eight delays ago),
+    /// how long the writer waits for more before committing a batch of fewer than
+    /// [`GATHER_BELOW`] writes, so they share one fsync (PostgreSQL's `commit_delay`). A
+    /// write after a quiet spell is committed at once; zero never waits.
+    pub commit_delay: Duration,
     /// Recent events kept in memory for watchers (count and bytes). The API server's watch
     /// caches hold their own history, so this ring only spares a resuming watch (a cache
     /// catching up after a failure, a client resuming from beyond a cache's window) the
@@ -93,6 +100,7 @@ impl SqliteOptions {
             path: path.into(),
             readers: 4,
             max_batch: 512,
+            commit_delay: Duration::from_millis(2),
             ring_events: 2048,
             ring_bytes: 4 * 1024 * 1024,
             ttl_sweep: Duration::from_secs(1),
@@ -342,6 +350,8 @@ impl SqliteBackend {
             compacted,
             hub: Arc::clone(&hub),
             max_batch: opts.max_batch.max(1),
+            commit_delay: opts.commit_delay,
+            last_commit: None,
             compaction_chunk: opts.compaction_chunk.max(1),
         };
         let writer_thread = std::thread::Builder::new()
@@ -436,7 +446,22 @@ struct Writer {
     compacted: Revision,
     hub: Arc<Hub>,
     max_batch: usize,
+    commit_delay: Duration,
+    /// When the last batch was committed.
+    last_commit: Option<std::time::Instant>,
     compaction_chunk: i64,
+}
+
+/// A batch this small is worth waiting [`SqliteOptions::commit_delay`] for more.
+pub const GATHER_BELOW: usize = 16;
+
+/// Whether to wait `delay` for more writes before committing the `queued` ones (of at
+/// most `max_batch`), the last commit having ended `since_last` ago: only a small batch in
+/// a stream of writes waits.
+fn gather(delay: Duration, queued: usize, max_batch: usize, since_last: Option<Duration>) -> bool {
+    !delay.is_zero()
+        && queued < GATHER_BELOW.min(max_batch)
+        && since_last.is_some_and(|ago| ago < delay * 8)
 }
 
 /// A key's live row as the writer sees it.
@@ -512,11 +537,10 @@ impl Writer {
             };
             if let Some(first) = first {
                 let mut batch = vec![first];
-                while batch.len() < self.max_batch {
-                    match rx.try_recv() {
-                        Ok(r) => batch.push(r),
-                        Err(_) => break,
-                    }
+                self.drain(&mut rx, &mut batch);
+                if self.gathering(batch.len()) {
+                    std::thread::sleep(self.commit_delay);
+                    self.drain(&mut rx, &mut batch);
                 }
                 let mut writes = Vec::with_capacity(batch.len());
                 for req in batch {
@@ -541,6 +565,7 @@ impl Writer {
                 }
                 if !writes.is_empty() {
                     self.commit_batch(writes);
+                    self.last_commit = Some(std::time::Instant::now());
                 }
             }
             if let Some((target, done_upto, reply)) = compaction.take() {
@@ -555,6 +580,25 @@ impl Writer {
                 }
             }
         }
+    }
+
+    /// Moves queued requests into `batch`, up to the batch limit.
+    fn drain(&self, rx: &mut mpsc::Receiver<Request>, batch: &mut Vec<Request>) {
+        while batch.len() < self.max_batch {
+            match rx.try_recv() {
+                Ok(r) => batch.push(r),
+                Err(_) => break,
+            }
+        }
+    }
+
+    fn gathering(&self, queued: usize) -> bool {
+        gather(
+            self.commit_delay,
+            queued,
+            self.max_batch,
+            self.last_commit.map(|at| at.elapsed()),
+        )
     }
 
     fn commit_batch(&mut self, batch: Vec<Request>) {
@@ -1139,5 +1183,27 @@ impl Backend for SqliteBackend {
     async fn request_progress(&self) -> Result<()> {
         self.hub.request_progress();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only a small batch in a stream of writes waits for company: a write after a quiet
+    /// spell, a full enough batch, or a zero delay commits at once.
+    #[test]
+    fn a_small_batch_in_a_stream_waits_for_more() {
+        let ms = Duration::from_millis;
+        assert!(gather(ms(2), 1, 512, Some(ms(1))));
+        assert!(gather(ms(2), GATHER_BELOW - 1, 512, Some(ms(15))));
+        assert!(!gather(ms(2), 1, 512, None), "the first write");
+        assert!(!gather(ms(2), 1, 512, Some(ms(16))), "after a quiet spell");
+        assert!(
+            !gather(ms(2), GATHER_BELOW, 512, Some(ms(1))),
+            "enough to commit"
+        );
+        assert!(!gather(ms(2), 1, 1, Some(ms(1))), "a full batch");
+        assert!(!gather(Duration::ZERO, 1, 512, Some(ms(1))), "no delay");
     }
 }
