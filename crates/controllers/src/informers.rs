@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::fmt::Debug;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
 use crate::cachedpod::CachedPod;
@@ -24,7 +25,7 @@ where
 {
     pub store: Store<K>,
     /// Each subscriber's queue; a closed one is dropped at the next event.
-    subscribers: std::sync::Mutex<Vec<mpsc::UnboundedSender<Change<K>>>>,
+    subscribers: std::sync::Mutex<Vec<Subscriber<K>>>,
     indexes: RwLock<Indexes<K>>,
     indexers: &'static [Indexer<K>],
 }
@@ -160,7 +161,22 @@ impl<K> Clone for Change<K> {
 /// One subscriber's events, in order, none dropped.
 pub struct Subscription<K> {
     rx: mpsc::UnboundedReceiver<Change<K>>,
+    /// Events queued and not yet received.
+    backlog: Arc<AtomicUsize>,
 }
+
+/// The informer's side of a [`Subscription`].
+struct Subscriber<K> {
+    tx: mpsc::UnboundedSender<Change<K>>,
+    backlog: Arc<AtomicUsize>,
+    /// Where it subscribed, to name it in warnings.
+    at: &'static std::panic::Location<'static>,
+}
+
+/// A subscriber's backlog is logged when it reaches this many events, and again at each
+/// doubling: its queue has no bound, so one that never catches up would only show as
+/// memory.
+const BACKLOG_WARNING: usize = 16 * 1024;
 
 /// What a subscriber receives next.
 pub enum Next<K> {
@@ -283,7 +299,22 @@ where
 
     /// Queues `change` for every subscriber still listening.
     fn publish(&self, change: &Change<K>) {
-        crate::util::lock(&self.subscribers).retain(|tx| tx.send(change.clone()).is_ok());
+        crate::util::lock(&self.subscribers).retain(|s| {
+            // Counted before it is sent, so the receiver never counts it down first.
+            let queued = s.backlog.fetch_add(1, Ordering::Relaxed) + 1;
+            if s.tx.send(change.clone()).is_err() {
+                return false;
+            }
+            if queued >= BACKLOG_WARNING && queued.is_power_of_two() {
+                tracing::warn!(
+                    queued,
+                    subscriber = %s.at,
+                    kind = std::any::type_name::<K>(),
+                    "an informer subscriber is falling behind; its events are queued"
+                );
+            }
+            true
+        });
     }
 
     fn indexes(&self) -> std::sync::RwLockWriteGuard<'_, Indexes<K>> {
@@ -328,14 +359,21 @@ where
     }
 
     /// A new subscription to the events from now on.
+    #[track_caller]
     pub fn subscribe(&self) -> Subscription<K> {
         let (tx, rx) = mpsc::unbounded_channel();
-        crate::util::lock(&self.subscribers).push(tx);
-        Subscription { rx }
+        let backlog = Arc::new(AtomicUsize::new(0));
+        crate::util::lock(&self.subscribers).push(Subscriber {
+            tx,
+            backlog: Arc::clone(&backlog),
+            at: std::panic::Location::caller(),
+        });
+        Subscription { rx, backlog }
     }
 
     /// A new subscription that tells first sights from updates and, after a relist,
     /// replays from this informer's store what the relist changed unseen ([`Seen`]).
+    #[track_caller]
     pub fn subscribe_tracked(&self) -> Tracked<K> {
         Tracked {
             rx: self.subscribe(),
@@ -480,7 +518,11 @@ where
 
 /// The next event of a subscription.
 pub async fn next<K>(sub: &mut Subscription<K>) -> Next<K> {
-    match sub.rx.recv().await {
+    let change = sub.rx.recv().await;
+    if change.is_some() {
+        sub.backlog.fetch_sub(1, Ordering::Relaxed);
+    }
+    match change {
         Some(Change::Apply(o)) => Next::Apply(o),
         Some(Change::Delete(o)) => Next::Delete(o),
         Some(Change::Other) => Next::Other,
@@ -551,7 +593,7 @@ mod tests {
     #[tokio::test]
     async fn a_slow_subscriber_gets_every_event() {
         let (informer, _writer) = bare_informer();
-        let mut slow = informer.subscribe();
+        let (line, mut slow) = (line!(), informer.subscribe());
         let gone = informer.subscribe();
         drop(gone);
         for i in 0..10_000 {
@@ -565,12 +607,19 @@ mod tests {
             1,
             "the dropped one is gone"
         );
+        assert_eq!(slow.backlog.load(Ordering::Relaxed), 10_000);
+        assert_eq!(
+            crate::util::lock(&informer.subscribers)[0].at.line(),
+            line,
+            "named by where it subscribed"
+        );
         for i in 0..10_000 {
             let Next::Apply(p) = next(&mut slow).await else {
                 panic!("event {i} is an object");
             };
             assert_eq!(p.metadata.name.as_deref(), Some(format!("p{i}").as_str()));
         }
+        assert_eq!(slow.backlog.load(Ordering::Relaxed), 0);
         drop(informer);
         assert!(matches!(next(&mut slow).await, Next::Closed));
     }
@@ -582,7 +631,12 @@ mod tests {
     #[tokio::test]
     async fn a_relist_replays_unseen_deletions_and_counts_each_creation_once() {
         let (informer, mut writer) = bare_informer();
-        let mut tracked = informer.subscribe_tracked();
+        let (line, mut tracked) = (line!(), informer.subscribe_tracked());
+        assert_eq!(
+            crate::util::lock(&informer.subscribers)[0].at.line(),
+            line,
+            "named by the line that subscribed, not by subscribe_tracked"
+        );
         let reader = writer.as_reader();
         // As the informer: the store first, then the store's object to subscribers.
         let mut apply = |p: CachedPod, deleted: bool, event: bool| {
