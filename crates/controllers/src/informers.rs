@@ -431,9 +431,9 @@ impl<K: kube::Resource> Seen<K> {
 
     /// The events that bring what was seen up to `cached` (the informer's store now), as
     /// `(object, deleted)`: deletions first, then every cached object but those seen as the
-    /// store holds them (the same version: the store replaces its object on every change,
-    /// and an update's event carries the store's), so a replay costs what changed unseen,
-    /// not a pass over the whole cache.
+    /// store holds them (the same `Arc`: an update's event carries the store's object).
+    /// After a relist the store holds the list's own copies, which no event carried, so
+    /// every cached object is replayed as an update, as upstream's `Replace` delivers it.
     pub fn missed(&self, cached: Vec<Arc<K>>) -> std::collections::VecDeque<(Arc<K>, bool)> {
         let present: std::collections::HashSet<&str> = cached
             .iter()

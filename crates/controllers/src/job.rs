@@ -1249,6 +1249,16 @@ struct Shared {
 }
 
 impl Shared {
+    /// Queues every cached Job.
+    fn enqueue_all(&self) {
+        for j in self.jobs.state() {
+            self.queue.add(key_of(
+                j.metadata.namespace.as_deref().unwrap_or_default(),
+                j.metadata.name.as_deref().unwrap_or_default(),
+            ));
+        }
+    }
+
     fn job_by_uid(&self, ns: &str, job_uid: &str) -> Option<Value> {
         self.jobs
             .state()
@@ -1331,14 +1341,7 @@ pub async fn run_jobs(
                     sh.queue.add(key);
                 }
                 Next::Other => {}
-                Next::Resync => {
-                    for j in sh.jobs.state() {
-                        sh.queue.add(key_of(
-                            j.metadata.namespace.as_deref().unwrap_or_default(),
-                            j.metadata.name.as_deref().unwrap_or_default(),
-                        ));
-                    }
-                }
+                Next::Resync => sh.enqueue_all(),
                 Next::Closed => break,
             }
         }
@@ -1347,19 +1350,11 @@ pub async fn run_jobs(
     tokio::spawn(async move {
         // A relist's unseen changes are replayed after its resync, for the expectations
         // and the finalizer tracking.
-        let requeue_all = |sh: &Shared| {
-            for j in sh.jobs.state() {
-                sh.queue.add(key_of(
-                    j.metadata.namespace.as_deref().unwrap_or_default(),
-                    j.metadata.name.as_deref().unwrap_or_default(),
-                ));
-            }
-        };
         while let Some(Observed {
             obj: pod,
             deleted,
             first: first_seen,
-        }) = pod_events.next(|| requeue_all(&sh)).await
+        }) = pod_events.next(|| sh.enqueue_all()).await
         {
             let ns = pod.metadata.namespace.clone().unwrap_or_default();
             let pname = pod.metadata.name.clone().unwrap_or_default();
@@ -1410,12 +1405,7 @@ pub async fn run_jobs(
     });
     jobs.synced().await;
     pod_informer.synced().await;
-    for j in shared.jobs.state() {
-        shared.queue.add(key_of(
-            j.metadata.namespace.as_deref().unwrap_or_default(),
-            j.metadata.name.as_deref().unwrap_or_default(),
-        ));
-    }
+    shared.enqueue_all();
     // Only pods still carrying the tracking finalizer can need it removed.
     let tracked = shared
         .pods

@@ -141,6 +141,13 @@ struct Shared {
 }
 
 impl Shared {
+    /// Queues every cached ReplicaSet.
+    fn enqueue_all(&self) {
+        for rs in self.replicasets.state() {
+            self.queue.add(object_key(&rs.metadata));
+        }
+    }
+
     fn expectations(&self) -> std::sync::MutexGuard<'_, Expectations> {
         match self.expectations.lock() {
             Ok(g) => g,
@@ -225,11 +232,7 @@ pub async fn run_replicasets(
                     s.expectations().delete(&object_key(&rs.metadata));
                 }
                 Next::Other => {}
-                Next::Resync => {
-                    for rs in s.replicasets.state() {
-                        s.queue.add(object_key(&rs.metadata));
-                    }
-                }
+                Next::Resync => s.enqueue_all(),
                 Next::Closed => break,
             }
         }
@@ -239,16 +242,11 @@ pub async fn run_replicasets(
         // A relist's unseen changes are replayed after its resync: their creations and
         // deletions still count towards expectations (else a ReplicaSet would wait five
         // minutes for them to expire before its next batch).
-        let requeue_all = |s: &Shared| {
-            for rs in s.replicasets.state() {
-                s.queue.add(object_key(&rs.metadata));
-            }
-        };
         while let Some(Observed {
             obj: pod,
             deleted,
             first: first_seen,
-        }) = pod_events.next(|| requeue_all(&s)).await
+        }) = pod_events.next(|| s.enqueue_all()).await
         {
             let pod_key = key_of(
                 pod.metadata.namespace.as_deref().unwrap_or_default(),
@@ -287,9 +285,7 @@ pub async fn run_replicasets(
     replicasets.synced().await;
     pods.synced().await;
     // Everything listed before this controller subscribed.
-    for rs in shared.replicasets.state() {
-        shared.queue.add(object_key(&rs.metadata));
-    }
+    shared.enqueue_all();
     spawn_workers(
         &shared,
         &shared.queue,
