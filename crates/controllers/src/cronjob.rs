@@ -498,7 +498,7 @@ pub async fn run_cronjobs(
     let shared = Arc::new(Shared {
         cronjobs: cronjobs.store.clone(),
         jobs: jobs.store.clone(),
-        queue: WorkQueue::new(),
+        queue: WorkQueue::named("cronjob"),
         events: crate::run::recorder(&writer, "cronjob-controller"),
         writer,
     });

@@ -990,7 +990,7 @@ pub async fn run_daemonsets(
         pods: pods.store.clone(),
         nodes: nodes.store.clone(),
         revisions: revisions.store.clone(),
-        queue: WorkQueue::new(),
+        queue: WorkQueue::named("daemonset"),
         expectations: Mutex::new(Expectations::default()),
         backoff: Mutex::new(FailedPodBackoff::default()),
         events: crate::run::recorder(&writer, "daemonset-controller"),

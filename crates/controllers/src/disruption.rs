@@ -744,8 +744,8 @@ pub async fn run_disruption(
         pods: pods.store.clone(),
         replicasets: replicasets.store.clone(),
         deployments: deployments.store.clone(),
-        queue: WorkQueue::new(),
-        stale: WorkQueue::new(),
+        queue: WorkQueue::named("disruption"),
+        stale: WorkQueue::named("stale_pod_disruption"),
         events: crate::run::recorder(&writer, "controllermanager"),
         writer,
     });

@@ -469,7 +469,7 @@ pub async fn run_endpoints(
         services: services.store.clone(),
         pods: Arc::clone(&pods),
         endpoints: endpoints.store.clone(),
-        queue: WorkQueue::new(),
+        queue: WorkQueue::named("endpoint"),
         events: Recorder::spawn(
             KubeSink::new(writer.clone()),
             RecorderConfig::new("endpoint-controller", ""),

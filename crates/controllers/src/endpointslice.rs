@@ -713,7 +713,7 @@ pub async fn run_endpointslices(
         pods: Arc::clone(&pods),
         slices: slices.store.clone(),
         nodes: nodes.store.clone(),
-        queue: WorkQueue::new(),
+        queue: WorkQueue::named("endpoint_slice"),
         events: Recorder::spawn(
             KubeSink::new(writer.clone()),
             RecorderConfig::new("endpoint-slice-controller", ""),

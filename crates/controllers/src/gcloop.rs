@@ -197,8 +197,8 @@ pub async fn run_garbage_collector(
     let shared = Arc::new(Shared {
         graph: Mutex::new(Graph::new()),
         mapper: RwLock::new(HashMap::new()),
-        deletes: WorkQueue::new(),
-        orphans: WorkQueue::new(),
+        deletes: WorkQueue::named("garbage_collector_attempt_to_delete"),
+        orphans: WorkQueue::named("garbage_collector_attempt_to_orphan"),
         client,
         input: tx,
         rediscover: tokio::sync::Notify::new(),

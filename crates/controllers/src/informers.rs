@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::fmt::Debug;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, LazyLock, RwLock, Weak};
 
 use crate::cachedpod::CachedPod;
 use futures::StreamExt;
@@ -171,6 +171,52 @@ struct Subscriber<K> {
     backlog: Arc<AtomicUsize>,
     /// Where it subscribed, to name it in warnings.
     at: &'static std::panic::Location<'static>,
+}
+
+/// Every subscription's backlog, for `/metrics` ([`render_backlogs`]): process-wide, as
+/// the work queues' metrics are.
+static BACKLOGS: LazyLock<std::sync::Mutex<Vec<Backlog>>> =
+    LazyLock::new(|| std::sync::Mutex::new(Vec::new()));
+
+/// One subscription's backlog, named by the line that subscribed and the object kind.
+struct Backlog {
+    queued: Weak<AtomicUsize>,
+    at: &'static std::panic::Location<'static>,
+    kind: String,
+}
+
+/// The gauge `rkube_informer_subscriber_backlog{kind,subscriber}`: events an informer
+/// has queued for a subscriber that it has not yet received, summed over the live
+/// subscriptions made at one source line (`subscriber`, `file:line`).
+pub fn render_backlogs() -> String {
+    let mut sums: std::collections::BTreeMap<(String, String), usize> = Default::default();
+    crate::util::lock(&BACKLOGS).retain(|b| {
+        let Some(queued) = b.queued.upgrade() else {
+            return false;
+        };
+        *sums.entry((b.kind.clone(), b.at.to_string())).or_default() +=
+            queued.load(Ordering::Relaxed);
+        true
+    });
+    if sums.is_empty() {
+        return String::new();
+    }
+    let name = "rkube_informer_subscriber_backlog";
+    let mut out = String::new();
+    runtime::metrics::header(
+        &mut out,
+        name,
+        "gauge",
+        "[ALPHA] Events an informer has queued for a subscriber and the subscriber has not yet received, by object kind and the source line that subscribed.",
+    );
+    for ((kind, at), queued) in sums {
+        out.push_str(&format!(
+            "{name}{{kind=\"{}\",subscriber=\"{}\"}} {queued}\n",
+            runtime::metrics::label_value(&kind),
+            runtime::metrics::label_value(&at)
+        ));
+    }
+    out
 }
 
 /// A subscriber's backlog is logged when it reaches this many events, and again at each
@@ -363,10 +409,16 @@ where
     pub fn subscribe(&self) -> Subscription<K> {
         let (tx, rx) = mpsc::unbounded_channel();
         let backlog = Arc::new(AtomicUsize::new(0));
+        let at = std::panic::Location::caller();
+        crate::util::lock(&BACKLOGS).push(Backlog {
+            queued: Arc::downgrade(&backlog),
+            at,
+            kind: K::kind(&K::DynamicType::default()).into_owned(),
+        });
         crate::util::lock(&self.subscribers).push(Subscriber {
             tx,
             backlog: Arc::clone(&backlog),
-            at: std::panic::Location::caller(),
+            at,
         });
         Subscription { rx, backlog }
     }
@@ -613,6 +665,18 @@ mod tests {
             line,
             "named by where it subscribed"
         );
+        // The gauge on /metrics (other tests' subscriptions are there too).
+        let series = format!(
+            "rkube_informer_subscriber_backlog{{kind=\"Pod\",subscriber=\"{}:{line}:",
+            file!()
+        );
+        let gauge = |text: &str| {
+            text.lines()
+                .filter(|l| l.starts_with(&series))
+                .map(|l| l.rsplit(' ').next().unwrap().to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(gauge(&render_backlogs()), ["10000"]);
         for i in 0..10_000 {
             let Next::Apply(p) = next(&mut slow).await else {
                 panic!("event {i} is an object");
@@ -620,8 +684,14 @@ mod tests {
             assert_eq!(p.metadata.name.as_deref(), Some(format!("p{i}").as_str()));
         }
         assert_eq!(slow.backlog.load(Ordering::Relaxed), 0);
+        assert_eq!(gauge(&render_backlogs()), ["0"]);
         drop(informer);
         assert!(matches!(next(&mut slow).await, Next::Closed));
+        drop(slow);
+        assert!(
+            gauge(&render_backlogs()).is_empty(),
+            "gone with the subscription"
+        );
     }
 
     /// After a relist, a tracked subscriber replays what the relist changed unseen: a pod

@@ -535,7 +535,7 @@ pub async fn run_namespaces(namespaces: Arc<Informer<Namespace>>, writer: Client
     let mut events = namespaces.subscribe();
     let shared = Arc::new(Shared {
         writer,
-        queue: WorkQueue::new(),
+        queue: WorkQueue::named("namespace"),
         unsupported: Mutex::new(HashSet::new()),
     });
     let queue = shared.queue.clone();

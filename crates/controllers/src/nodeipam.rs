@@ -410,7 +410,7 @@ pub async fn run_node_ipam(
     let mut events = nodes.subscribe();
     let shared = Arc::new(Shared {
         nodes: nodes.store.clone(),
-        queue: WorkQueue::new(),
+        queue: WorkQueue::named("cidrallocator_node"),
         writer,
         state: Mutex::new(State {
             set,

@@ -332,7 +332,7 @@ pub async fn run_resource_quotas(
         claims: caches.claims.store.clone(),
         deployments: caches.deployments.store.clone(),
         replicasets: caches.replicasets.store.clone(),
-        queue: WorkQueue::new(),
+        queue: WorkQueue::named("resource_quota_primary"),
         writer,
         seen: Mutex::new(HashMap::new()),
         prompt: Mutex::new(HashSet::new()),

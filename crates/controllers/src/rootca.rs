@@ -125,7 +125,7 @@ pub async fn run_root_ca_publisher(
     let shared = Arc::new(Shared {
         namespaces: namespaces.store.clone(),
         config_maps: config_maps.store.clone(),
-        queue: WorkQueue::new(),
+        queue: WorkQueue::named("root_ca_cert_publisher"),
         writer,
         ca,
     });

@@ -216,7 +216,7 @@ pub async fn run_replicasets(
     let shared = Arc::new(Shared {
         replicasets: replicasets.store.clone(),
         pod_informer: Arc::clone(&pods),
-        queue: WorkQueue::new(),
+        queue: WorkQueue::named("replicaset"),
         expectations: Mutex::new(Expectations::default()),
         events: recorder(&writer, "replicaset-controller"),
         writer,
@@ -587,7 +587,7 @@ pub async fn run_deployments(
     let shared = Arc::new(DeploymentShared {
         deployments: deployments.store.clone(),
         replicasets: replicasets.store.clone(),
-        queue: WorkQueue::new(),
+        queue: WorkQueue::named("deployment"),
         events: recorder(&writer, "deployment-controller"),
         writer,
     });

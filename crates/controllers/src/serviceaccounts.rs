@@ -98,7 +98,7 @@ pub async fn run_service_accounts(
     let shared = Arc::new(Shared {
         namespaces: namespaces.store.clone(),
         accounts: accounts.store.clone(),
-        queue: WorkQueue::new(),
+        queue: WorkQueue::named("serviceaccount"),
         writer,
     });
     let mut ns_events = namespaces.subscribe();

@@ -976,7 +976,7 @@ pub async fn run_statefulsets(
         pods: pods.store.clone(),
         revisions: revisions.store.clone(),
         claims: claims.store.clone(),
-        queue: WorkQueue::new(),
+        queue: WorkQueue::named("statefulset"),
         events: crate::run::recorder(&writer, "statefulset-controller"),
         writer,
     });

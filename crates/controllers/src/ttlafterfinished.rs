@@ -76,7 +76,7 @@ pub async fn run_ttl_after_finished(jobs: Arc<Informer<Job>>, writer: Client, wo
     let mut events = jobs.subscribe();
     let shared = Arc::new(Shared {
         jobs: jobs.store.clone(),
-        queue: WorkQueue::new(),
+        queue: WorkQueue::named("ttl_jobs_to_delete"),
         writer,
     });
     let sh = Arc::clone(&shared);

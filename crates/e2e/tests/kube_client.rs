@@ -1479,6 +1479,36 @@ fn component_clients_share_one_http2_connection_and_name_their_field_manager() {
             .unwrap();
         assert!(value > 1e6, "{name} {value}");
     }
+    // The controller manager in the process: its work queues under upstream's names, and
+    // its informers' subscriber backlogs; the scheduler's attempts.
+    let value = |series: &str| -> f64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{series} ")))
+            .unwrap_or_else(|| panic!("{series} missing from /metrics"))
+            .parse()
+            .unwrap()
+    };
+    assert!(value("workqueue_adds_total{name=\"replicaset\"}") >= 1.0);
+    assert!(value("workqueue_adds_total{name=\"deployment\"}") >= 1.0);
+    assert!(value("workqueue_work_duration_seconds_count{name=\"replicaset\"}") >= 1.0);
+    assert!(value("workqueue_depth{name=\"garbage_collector_attempt_to_delete\"}") >= 0.0);
+    assert!(
+        metrics
+            .contains("workqueue_queue_duration_seconds_bucket{name=\"deployment\",le=\"1e-06\"} "),
+        "upstream's buckets, printed as Go prints them"
+    );
+    assert!(
+        metrics.contains(
+            "rkube_informer_subscriber_backlog{kind=\"Pod\",subscriber=\"crates/controllers/src/"
+        ),
+        "informer backlogs"
+    );
+    assert!(
+        value(
+            "scheduler_schedule_attempts_total{profile=\"default-scheduler\",result=\"scheduled\"}"
+        ) >= 1.0
+    );
     let rs = server.get_json(&["replicasets", "-l", "app=web", "--show-managed-fields"]);
     let rs_managers = managers(&rs["items"][0]);
     assert!(

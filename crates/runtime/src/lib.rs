@@ -20,6 +20,8 @@
 //! - [`leanmeta`]: object metadata decoded from watch streams without `managedFields`
 //!   (which no controller, scheduler or simulated node reads), and
 //!   [`leanmeta::LeanObject`], a metadata-only object of any resource.
+//! - [`metrics`]: the Prometheus text format's pieces the components share, and the
+//!   work queues' `workqueue_*` metrics under upstream's names.
 
 pub mod connect;
 pub mod events;
@@ -27,6 +29,7 @@ pub mod expectations;
 mod https;
 pub mod leaderelection;
 pub mod leanmeta;
+pub mod metrics;
 pub mod ratelimit;
 pub mod workqueue;
 

@@ -8,7 +8,9 @@
 //! - [`WorkQueue::add_rate_limited`] adds it after its rate limiter's delay,
 //!   [`WorkQueue::forget`] resets its back-off;
 //! - after [`WorkQueue::shut_down`] nothing new is queued and [`WorkQueue::get`] returns
-//!   `None` once the queue is empty.
+//!   `None` once the queue is empty;
+//! - a queue made with [`WorkQueue::named`] counts into upstream's `workqueue_*` metrics
+//!   under its name ([`crate::metrics`]), as client-go's named queues do.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::Hash;
@@ -17,7 +19,16 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
+use crate::metrics::{LiveQueue, QueueSeries, queue_series};
 use crate::ratelimit::ControllerRateLimiter;
+
+/// A named queue's timings (client-go's `defaultQueueMetrics`): when each queued item was
+/// first added, when each item a worker holds was taken.
+struct Timing<T> {
+    series: Arc<QueueSeries>,
+    added: HashMap<T, Instant>,
+    taken: HashMap<T, Instant>,
+}
 
 struct State<T> {
     queue: VecDeque<T>,
@@ -27,6 +38,8 @@ struct State<T> {
     waiting: HashMap<T, Instant>,
     limiter: ControllerRateLimiter<T>,
     shutting_down: bool,
+    /// `None` for a queue without a name (no metrics, as upstream).
+    timing: Option<Timing<T>>,
 }
 
 struct Shared<T> {
@@ -65,17 +78,30 @@ impl<T: Eq + Hash + Clone + Send + 'static> WorkQueue<T> {
                     waiting: HashMap::new(),
                     limiter: ControllerRateLimiter::default(),
                     shutting_down: false,
+                    timing: None,
                 }),
                 ready: Notify::new(),
             }),
         }
     }
 
+    /// A queue whose adds, retries, waits and work count into the `workqueue_*` metrics
+    /// labelled `name` (upstream's `NewNamedRateLimitingQueue`).
+    pub fn named(name: &str) -> Self {
+        let queue = Self::new();
+        let series = queue_series(name);
+        let live: Arc<dyn LiveQueue> = queue.shared.clone();
+        series.attach(Arc::downgrade(&live));
+        queue.state().timing = Some(Timing {
+            series,
+            added: HashMap::new(),
+            taken: HashMap::new(),
+        });
+        queue
+    }
+
     fn state(&self) -> MutexGuard<'_, State<T>> {
-        match self.shared.state.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        }
+        self.shared.lock()
     }
 
     /// Queues `item` unless it is already queued; an item being processed is queued
@@ -84,6 +110,10 @@ impl<T: Eq + Hash + Clone + Send + 'static> WorkQueue<T> {
         let mut s = self.state();
         if s.shutting_down || s.dirty.contains(&item) {
             return;
+        }
+        if let Some(t) = &mut s.timing {
+            t.series.added();
+            t.added.entry(item.clone()).or_insert_with(Instant::now);
         }
         s.dirty.insert(item.clone());
         if s.processing.contains(&item) {
@@ -104,6 +134,13 @@ impl<T: Eq + Hash + Clone + Send + 'static> WorkQueue<T> {
                 if let Some(item) = s.queue.pop_front() {
                     s.dirty.remove(&item);
                     s.processing.insert(item.clone());
+                    if let Some(t) = &mut s.timing {
+                        let now = Instant::now();
+                        t.taken.insert(item.clone(), now);
+                        if let Some(added) = t.added.remove(&item) {
+                            t.series.taken(now.duration_since(added).as_secs_f64());
+                        }
+                    }
                     // Another waiter may take the next item.
                     if !s.queue.is_empty() {
                         self.shared.ready.notify_one();
@@ -122,6 +159,11 @@ impl<T: Eq + Hash + Clone + Send + 'static> WorkQueue<T> {
     /// Marks `item` processed; if it was added meanwhile, it is queued again.
     pub fn done(&self, item: &T) {
         let mut s = self.state();
+        if let Some(t) = &mut s.timing
+            && let Some(taken) = t.taken.remove(item)
+        {
+            t.series.finished(taken.elapsed().as_secs_f64());
+        }
         s.processing.remove(item);
         if s.dirty.contains(item) {
             s.queue.push_back(item.clone());
@@ -131,8 +173,18 @@ impl<T: Eq + Hash + Clone + Send + 'static> WorkQueue<T> {
     }
 
     /// Adds `item` after `delay` (at once when zero). Of several pending requests for one
-    /// item the earliest wins.
+    /// item the earliest wins. Counted as a retry (`workqueue_retries_total`), as
+    /// upstream counts every delayed add.
     pub fn add_after(&self, item: T, delay: Duration) {
+        {
+            let s = self.state();
+            if s.shutting_down {
+                return;
+            }
+            if let Some(t) = &s.timing {
+                t.series.retried();
+            }
+        }
         if delay.is_zero() {
             self.add(item);
             return;
@@ -204,6 +256,31 @@ impl<T: Eq + Hash + Clone + Send + 'static> WorkQueue<T> {
 
     pub fn is_shutting_down(&self) -> bool {
         self.state().shutting_down
+    }
+}
+
+impl<T> Shared<T> {
+    fn lock(&self) -> MutexGuard<'_, State<T>> {
+        match self.state.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+}
+
+impl<T: Send> LiveQueue for Shared<T> {
+    fn depth(&self) -> usize {
+        // Upstream's depth: adds not yet taken, including those of items a worker holds
+        // (queued again when it is done).
+        self.lock().dirty.len()
+    }
+
+    fn processing_since(&self) -> Vec<Instant> {
+        self.lock()
+            .timing
+            .as_ref()
+            .map(|t| t.taken.values().copied().collect())
+            .unwrap_or_default()
     }
 }
 
@@ -300,5 +377,97 @@ mod tests {
         assert_eq!(q.get().await, Some("r"));
         q.forget(&"r");
         assert_eq!(q.num_requeues(&"r"), 0);
+    }
+
+    /// The line of series `metric{name="<queue>"}` in the rendered metrics.
+    fn series(text: &str, metric: &str, queue: &str) -> String {
+        let prefix = format!("{metric}{{name=\"{queue}\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .unwrap_or_else(|| panic!("no {prefix} in\n{text}"))
+            .to_string()
+    }
+
+    #[tokio::test]
+    async fn a_named_queue_counts_as_upstreams_metrics() {
+        let q = WorkQueue::named("test-named-queue");
+        q.add("a");
+        q.add("a"); // already queued: not an add
+        q.add("b");
+        let text = crate::metrics::render_workqueues();
+        assert_eq!(
+            series(&text, "workqueue_adds_total", "test-named-queue"),
+            "2"
+        );
+        assert_eq!(series(&text, "workqueue_depth", "test-named-queue"), "2");
+        let a = q.get().await.unwrap();
+        // Added again while a worker holds it: an add, and in the depth until taken.
+        q.add("a");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let text = crate::metrics::render_workqueues();
+        assert_eq!(
+            series(&text, "workqueue_adds_total", "test-named-queue"),
+            "3"
+        );
+        assert_eq!(series(&text, "workqueue_depth", "test-named-queue"), "2");
+        let held: f64 = series(
+            &text,
+            "workqueue_unfinished_work_seconds",
+            "test-named-queue",
+        )
+        .parse()
+        .unwrap();
+        let longest: f64 = series(
+            &text,
+            "workqueue_longest_running_processor_seconds",
+            "test-named-queue",
+        )
+        .parse()
+        .unwrap();
+        assert!(
+            held >= 0.02 && longest >= 0.02 && longest <= held,
+            "{held} {longest}"
+        );
+        assert!(
+            text.contains("workqueue_queue_duration_seconds_count{name=\"test-named-queue\"} 1\n")
+        );
+        q.done(&a);
+        assert_eq!(q.get().await, Some("b"));
+        q.done(&"b");
+        // Every delayed add is a retry, as upstream's AddAfter counts them.
+        q.add_rate_limited("c");
+        q.add_after("d", Duration::ZERO);
+        let text = crate::metrics::render_workqueues();
+        assert_eq!(
+            series(&text, "workqueue_retries_total", "test-named-queue"),
+            "2"
+        );
+        assert!(
+            text.contains("workqueue_work_duration_seconds_count{name=\"test-named-queue\"} 2\n")
+        );
+        assert_eq!(
+            series(
+                &text,
+                "workqueue_unfinished_work_seconds",
+                "test-named-queue"
+            ),
+            "0"
+        );
+        // The series outlive the queue (its depth, of "c" and "d", is then gone with it;
+        // the delayed add's task holds the queue until it has added "c").
+        drop(q);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let text = crate::metrics::render_workqueues();
+        assert_eq!(series(&text, "workqueue_depth", "test-named-queue"), "0");
+        assert!(text.contains("workqueue_adds_total{name=\"test-named-queue\"} "));
+        // A queue without a name counts nowhere.
+        let unnamed = WorkQueue::new();
+        unnamed.add("x");
+        assert_eq!(
+            crate::metrics::render_workqueues()
+                .matches("name=\"\"")
+                .count(),
+            0
+        );
     }
 }

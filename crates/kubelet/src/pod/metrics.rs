@@ -6,6 +6,8 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+use runtime::metrics::Histogram;
+
 /// Upstream's buckets of `kubelet_pod_start_duration_seconds`.
 pub const POD_START_BUCKETS: &[f64] = &[
     0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 20.0, 30.0, 45.0, 60.0, 120.0, 180.0, 240.0,
@@ -35,49 +37,6 @@ pub const STAGES: &[&str] = &[
     "sync",
     "status_write",
 ];
-
-#[derive(Debug, Default)]
-struct Histogram {
-    counts: Vec<u64>,
-    sum: f64,
-    count: u64,
-}
-
-impl Histogram {
-    fn observe(&mut self, buckets: &[f64], seconds: f64) {
-        if self.counts.is_empty() {
-            self.counts = vec![0; buckets.len()];
-        }
-        for (i, b) in buckets.iter().enumerate() {
-            if seconds <= *b {
-                self.counts[i] += 1;
-            }
-        }
-        self.sum += seconds;
-        self.count += 1;
-    }
-
-    fn render(&self, out: &mut String, name: &str, labels: &str, buckets: &[f64]) {
-        let sep = if labels.is_empty() { "" } else { "," };
-        for (i, b) in buckets.iter().enumerate() {
-            let c = self.counts.get(i).copied().unwrap_or(0);
-            out.push_str(&format!("{name}_bucket{{{labels}{sep}le=\"{b}\"}} {c}\n"));
-        }
-        out.push_str(&format!(
-            "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {}\n",
-            self.count
-        ));
-        let braces = if labels.is_empty() {
-            String::new()
-        } else {
-            format!("{{{labels}}}")
-        };
-        out.push_str(&format!(
-            "{name}_sum{braces} {}\n{name}_count{braces} {}\n",
-            self.sum, self.count
-        ));
-    }
-}
 
 /// The pod metrics. Shared as an `Arc`.
 #[derive(Debug, Default)]
@@ -111,7 +70,7 @@ impl Metrics {
 
     /// How many pod starts were observed.
     pub fn pod_starts(&self) -> u64 {
-        self.start.lock().unwrap_or_else(|e| e.into_inner()).count
+        self.start.lock().unwrap_or_else(|e| e.into_inner()).count()
     }
 
     /// The metrics in the Prometheus text exposition format.

@@ -308,6 +308,14 @@ pub async fn run_controller_manager(
     .await
 }
 
+/// The controller manager's metrics: its work queues' (upstream's `workqueue_*`) and its
+/// informers' subscriber backlogs.
+pub fn controller_manager_metrics() -> String {
+    let mut text = runtime::metrics::render_workqueues();
+    text.push_str(&controllers::informers::render_backlogs());
+    text
+}
+
 /// The controllers of the controller manager, as upstream's kube-controller-manager with
 /// `--use-service-account-credentials`: informers under the controller manager's
 /// identity, writes as each controller's service account.

@@ -344,6 +344,10 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
         );
         let options = args.controllers.clone();
         let stop = stopped();
+        running
+            .server
+            .metrics
+            .add_source(Arc::new(super::components::controller_manager_metrics));
         spawn_component("controller-manager", async move {
             let r =
                 super::components::run_controller_manager(&source, &options, leader_elect, stop)
