@@ -310,18 +310,38 @@ struct Proc {
 }
 
 impl Proc {
-    fn scheduler(server: &RkubeServer, tag: &str) -> Proc {
-        let log = server.dir.path().join(format!("scheduler-{tag}.log"));
+    /// `rkube controller-manager` or `rkube scheduler` with `args`, logging to the
+    /// server's directory.
+    fn component(
+        server: &RkubeServer,
+        component: &str,
+        kubeconfig: &str,
+        tag: &str,
+        args: &[&str],
+    ) -> Proc {
+        let log = server.dir.path().join(format!("{component}-{tag}.log"));
         let out = std::fs::File::create(&log).unwrap();
         let child = Command::new(testkit::rkube_binary())
-            .args(["scheduler", "--kubeconfig"])
-            .arg(server.dir.path().join("data").join("scheduler.kubeconfig"))
+            .args([component, "--kubeconfig"])
+            .arg(server.dir.path().join("data").join(kubeconfig))
+            .args(args)
             .stdin(Stdio::null())
             .stdout(out.try_clone().unwrap())
             .stderr(out)
             .spawn()
             .unwrap();
         Proc { child, log }
+    }
+
+    fn scheduler(server: &RkubeServer, tag: &str) -> Proc {
+        let port = testkit::free_port().to_string();
+        Proc::component(
+            server,
+            "scheduler",
+            "scheduler.kubeconfig",
+            tag,
+            &["--secure-port", &port],
+        )
     }
 
     fn leads(&self) -> bool {
@@ -485,4 +505,206 @@ fn kubectl_rollout_status_history_undo_pause_resume_restart() {
         before + 1
     );
     assert_eq!(images(), ["web:3"]);
+}
+
+/// A kubeconfig for `https://127.0.0.1:<port>` (a component's self-signed endpoint, not
+/// verified) with the admin's client certificate, a token, or no credentials.
+fn endpoint_kubeconfig(
+    server: &RkubeServer,
+    port: u16,
+    user: Value,
+    name: &str,
+) -> std::path::PathBuf {
+    let path = server.dir.path().join(format!("{name}.kubeconfig"));
+    let config = json!({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {
+            "server": format!("https://127.0.0.1:{port}"), "insecure-skip-tls-verify": true}}],
+        "users": [{"name": "u", "user": user}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+    });
+    std::fs::write(&path, config.to_string()).unwrap();
+    path
+}
+
+/// An anonymous HTTPS GET of `path` on a local port: the status code and body.
+fn curl(port: u16, path: &str) -> (u16, String) {
+    let out = Command::new("curl")
+        .args(["-sk", "-w", "\n%{http_code}"])
+        .arg(format!("https://127.0.0.1:{port}{path}"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap();
+    (code.parse().unwrap(), body.to_string())
+}
+
+/// `kubectl get --raw <path>` through `kubeconfig`: (success, stdout, stderr).
+fn raw(server: &RkubeServer, kubeconfig: &std::path::Path, path: &str) -> (bool, String, String) {
+    let out = server
+        .kubectl_cmd(None)
+        .env("KUBECONFIG", kubeconfig)
+        .args(["get", "--raw", path])
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `rkube controller-manager` and `rkube scheduler` run as their own processes, and each
+/// serves `/healthz` to anyone and `/metrics` to whom the API server authorizes
+/// (delegated authentication and authorization, as upstream's 10257 and 10259).
+#[test]
+fn standalone_components_serve_health_and_authorized_metrics() {
+    let server = RkubeServer::start_with(&["--disable-scheduler", "--disable-controller-manager"]);
+    let _sim = SimNodes::start(&server, "a", &["--count", "1"]);
+    let (cm_port, sched_port) = (testkit::free_port(), testkit::free_port());
+    let cm_flag = cm_port.to_string();
+    let sched_flag = sched_port.to_string();
+    let _cm = Proc::component(
+        &server,
+        "controller-manager",
+        "controller.kubeconfig",
+        "one",
+        &["--secure-port", &cm_flag],
+    );
+    let _sched = Proc::component(
+        &server,
+        "scheduler",
+        "scheduler.kubeconfig",
+        "one",
+        &["--secure-port", &sched_flag],
+    );
+    // (The node's taints are the controller manager's to lift.)
+    nodes_schedulable(&server, 1);
+    server.wait_for_object(&["get", "serviceaccount", "default"]);
+    server.kubectl_ok(
+        None,
+        &[
+            "create",
+            "deployment",
+            "web",
+            "--image=registry.local/web:1",
+        ],
+    );
+    wait_for("the deployment's pod running", 60, || {
+        live_pods(&server, "app=web")
+            .iter()
+            .any(|p| p["status"]["phase"] == "Running")
+    });
+    // The admin (system:masters, a client certificate of the cluster's CA).
+    let admin: Value = serde_json::from_str(
+        &server.kubectl_ok(None, &["config", "view", "--raw", "--minify", "-o", "json"]),
+    )
+    .unwrap();
+    let admin_user = admin["users"][0]["user"].clone();
+    assert!(
+        admin_user["client-certificate-data"].is_string(),
+        "{admin_user}"
+    );
+    let cm_admin = endpoint_kubeconfig(&server, cm_port, admin_user.clone(), "cm-admin");
+    let sched_admin = endpoint_kubeconfig(&server, sched_port, admin_user, "sched-admin");
+    let cm_metrics = testkit::wait_for("the controller manager's metrics", 30, || {
+        let (ok, out, _) = raw(&server, &cm_admin, "/metrics");
+        (ok && out.contains("workqueue_adds_total{name=\"deployment\"}")).then_some(out)
+    });
+    assert!(
+        cm_metrics.contains("workqueue_adds_total{name=\"replicaset\"} "),
+        "{cm_metrics}"
+    );
+    assert!(cm_metrics.contains("rkube_informer_subscriber_backlog{kind=\"Pod\""));
+    assert!(cm_metrics.contains("process_resident_memory_bytes "));
+    let sched_metrics = raw(&server, &sched_admin, "/metrics").1;
+    assert!(
+        sched_metrics.contains(
+            "scheduler_schedule_attempts_total{profile=\"default-scheduler\",result=\"scheduled\"} 1\n"
+        ),
+        "{sched_metrics}"
+    );
+    // Health for anyone, without credentials (curl: kubectl would prompt for a
+    // password); /livez and /readyz on the scheduler only.
+    assert_eq!(curl(cm_port, "/healthz"), (200, "ok".to_string()));
+    for path in ["/healthz", "/livez", "/readyz"] {
+        assert_eq!(curl(sched_port, path), (200, "ok".to_string()), "{path}");
+    }
+    assert_eq!(curl(cm_port, "/readyz").0, 404);
+    let (code, verbose) = curl(sched_port, "/healthz?verbose");
+    assert_eq!(code, 200);
+    assert!(verbose.ends_with("healthz check passed\n"), "{verbose}");
+    // Metrics are not for anonymous callers: upstream's Status.
+    let (code, body) = curl(cm_port, "/metrics");
+    assert_eq!(code, 403);
+    let status: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(status["kind"], "Status");
+    assert_eq!(status["reason"], "Forbidden");
+    assert_eq!(
+        status["message"],
+        "forbidden: User \"system:anonymous\" cannot get path \"/metrics\""
+    );
+    // …nor for a service account RBAC does not grant the path; one it grants reads
+    // them (a TokenReview, then a SubjectAccessReview, through the API server).
+    let as_account = |port: u16, account: &str| {
+        let token = server.kubectl_ok(None, &["create", "token", account]);
+        endpoint_kubeconfig(&server, port, json!({"token": token.trim()}), account)
+    };
+    let denied = as_account(sched_port, "default");
+    let (ok, _, err) = raw(&server, &denied, "/metrics");
+    assert!(
+        !ok && err.contains(
+            "Error from server (Forbidden): forbidden: User \"system:serviceaccount:default:default\" cannot get path \"/metrics\""
+        ),
+        "{err}"
+    );
+    server.kubectl_ok(None, &["create", "serviceaccount", "reader"]);
+    server.kubectl_ok(
+        None,
+        &[
+            "create",
+            "clusterrole",
+            "metrics-reader",
+            "--verb=get",
+            "--non-resource-url=/metrics",
+        ],
+    );
+    server.kubectl_ok(
+        None,
+        &[
+            "create",
+            "clusterrolebinding",
+            "metrics-reader",
+            "--clusterrole=metrics-reader",
+            "--serviceaccount=default:reader",
+        ],
+    );
+    let reader = as_account(cm_port, "reader");
+    let (ok, out, err) = raw(&server, &reader, "/metrics");
+    assert!(
+        ok && out.contains("workqueue_depth{name=\"replicaset\"}"),
+        "{err}"
+    );
+    // The path is all it was granted.
+    let (ok, _, err) = raw(&server, &reader, "/configz");
+    assert!(!ok && err.contains("cannot get path \"/configz\""), "{err}");
+    // A bad token is refused outright.
+    let bad = endpoint_kubeconfig(&server, sched_port, json!({"token": "not-a-token"}), "bad");
+    let (ok, _, err) = raw(&server, &bad, "/healthz");
+    assert!(!ok && err.contains("Unauthorized"), "{err}");
+    // A second controller manager on the same port fails to start, saying why.
+    let mut second = Proc::component(
+        &server,
+        "controller-manager",
+        "controller.kubeconfig",
+        "two",
+        &["--secure-port", &cm_flag],
+    );
+    let status = second.child.wait().unwrap();
+    assert!(!status.success());
+    let log = std::fs::read_to_string(&second.log).unwrap();
+    assert!(
+        log.contains(&format!("failed to listen on 0.0.0.0:{cm_port}")),
+        "{log}"
+    );
 }

@@ -220,10 +220,7 @@ pub async fn run(cfg: AgentConfig, stop: watch::Receiver<bool>) -> Result<(), Er
         runtime: Arc::clone(&runtime),
         pods: Arc::new(move || pod_view.pods()),
         metrics: Arc::new(move || metrics.render()),
-        reviewer: Arc::new(crate::server::auth::Reviewer::new(
-            client.clone(),
-            kc.node_name.clone(),
-        )),
+        reviewer: Arc::new(crate::server::auth::Reviewer::new(client.clone())),
     };
     let server_task = tokio::spawn(crate::server::serve(listener, tls, deps, stop.clone()));
     tracing::info!(port = kc.port, "kubelet API serving");

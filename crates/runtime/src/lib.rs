@@ -22,6 +22,10 @@
 //!   [`leanmeta::LeanObject`], a metadata-only object of any resource.
 //! - [`metrics`]: the Prometheus text format's pieces the components share, and the
 //!   work queues' `workqueue_*` metrics under upstream's names.
+//! - [`serving`]: a component's HTTPS endpoint with upstream's delegated authentication
+//!   and authorization (client certificates, `TokenReview`s, `SubjectAccessReview`s):
+//!   the kubelet API's, and the controller manager's and scheduler's `/healthz` and
+//!   `/metrics`.
 
 pub mod connect;
 pub mod events;
@@ -31,6 +35,7 @@ pub mod leaderelection;
 pub mod leanmeta;
 pub mod metrics;
 pub mod ratelimit;
+pub mod serving;
 pub mod workqueue;
 
 pub use connect::{ClientSource, Connector, Identity};
@@ -61,6 +66,9 @@ pub enum Error {
     /// than the lease duration).
     #[error("invalid leader election configuration: {0}")]
     InvalidConfig(String),
+    /// A serving certificate, key or client CA that cannot be used.
+    #[error("cannot serve: {0}")]
+    Serving(String),
     /// A kubeconfig that cannot be read or used.
     #[error("kubeconfig {path}: {message}")]
     Kubeconfig { path: String, message: String },

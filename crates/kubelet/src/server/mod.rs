@@ -25,16 +25,12 @@ use cri::v1;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
-use hyper_util::rt::{TokioExecutor, TokioIo};
 use k8s_openapi::api::core::v1::Pod;
 use rustls::ServerConfig;
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-use tokio_rustls::TlsAcceptor;
 
 use crate::{Error, KubeletConfig};
 
-type Body = http_body_util::combinators::UnsyncBoxBody<Bytes, Infallible>;
+use runtime::serving::Body;
 
 /// What the kubelet API serves from.
 #[derive(Clone)]
@@ -66,24 +62,14 @@ pub fn ensure_serving_cert(
     if cert.exists() && key.exists() {
         return Ok((cert, key));
     }
-    let mut params = rcgen::CertificateParams::new(vec![node_name.to_string()])
-        .map_err(|e| Error::Other(format!("serving certificate: {e}")))?;
-    params
-        .subject_alt_names
-        .push(rcgen::SanType::IpAddress(node_ip));
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, format!("{node_name}@kubelet"));
-    let now = std::time::SystemTime::now();
-    params.not_before = (now - Duration::from_secs(60)).into();
-    params.not_after = (now + Duration::from_secs(365 * 24 * 3600)).into();
-    let keypair =
-        rcgen::KeyPair::generate().map_err(|e| Error::Other(format!("serving key: {e}")))?;
-    let signed = params
-        .self_signed(&keypair)
-        .map_err(|e| Error::Other(format!("serving certificate: {e}")))?;
-    std::fs::write(&cert, signed.pem()).map_err(io(&cert))?;
-    crate::bootstrap::write_private(&key, &keypair.serialize_pem())?;
+    let (cert_pem, key_pem) = runtime::serving::self_signed(
+        &[node_name.to_string()],
+        &[node_ip],
+        &format!("{node_name}@kubelet"),
+    )
+    .map_err(|e| Error::Other(format!("kubelet {e}")))?;
+    std::fs::write(&cert, cert_pem).map_err(io(&cert))?;
+    crate::bootstrap::write_private(&key, &key_pem)?;
     Ok((cert, key))
 }
 
@@ -94,40 +80,15 @@ pub fn tls_config(
     key: &Path,
     client_ca: Option<&Path>,
 ) -> Result<Arc<ServerConfig>, Error> {
-    let tls = |e: String| Error::Other(format!("kubelet TLS: {e}"));
-    let certs = CertificateDer::pem_file_iter(cert)
-        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| tls(e.to_string()))?;
-    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| tls(e.to_string()))?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
-        .with_safe_default_protocol_versions()
-        .map_err(|e| tls(e.to_string()))?;
-    let builder = match client_ca {
-        Some(ca) => {
-            let mut roots = rustls::RootCertStore::empty();
-            for c in CertificateDer::pem_file_iter(ca)
-                .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-                .map_err(|e| tls(format!("{}: {e}", ca.display())))?
-            {
-                roots.add(c).map_err(|e| tls(e.to_string()))?;
-            }
-            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
-                Arc::new(roots),
-                provider,
-            )
-            .allow_unauthenticated()
-            .build()
-            .map_err(|e| tls(e.to_string()))?;
-            builder.with_client_cert_verifier(verifier)
-        }
-        None => builder.with_no_client_auth(),
+    let read = |path: &Path| {
+        std::fs::read(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })
     };
-    let mut cfg = builder
-        .with_single_cert(certs, key)
-        .map_err(|e| tls(e.to_string()))?;
-    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(Arc::new(cfg))
+    let ca = client_ca.map(read).transpose()?;
+    runtime::serving::tls_config(&read(cert)?, &read(key)?, ca.as_deref(), &[b"http/1.1"])
+        .map_err(|e| Error::Other(format!("kubelet {e}")))
 }
 
 /// Serves the kubelet API on `listener` until `stop` turns true.
@@ -137,47 +98,14 @@ pub async fn serve(
     deps: ServerDeps,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
-    let acceptor = TlsAcceptor::from(tls);
-    loop {
-        let (tcp, addr) = tokio::select! {
-            a = listener.accept() => match a {
-                Ok(a) => a,
-                Err(e) => {
-                    tracing::warn!(error = %e, "kubelet API accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            _ = async { let _ = stop.wait_for(|s| *s).await; } => return,
-        };
-        let acceptor = acceptor.clone();
-        let deps = deps.clone();
-        tokio::spawn(async move {
-            let Ok(Ok(tls)) =
-                tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await
-            else {
-                return;
-            };
-            let cert_user = tls
-                .get_ref()
-                .1
-                .peer_certificates()
-                .and_then(|c| c.first())
-                .and_then(|c| auth::user_from_cert(c.as_ref()));
-            let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
-                let deps = deps.clone();
-                let cert_user = cert_user.clone();
-                async move { Ok::<_, Infallible>(handle(deps, cert_user, req, addr).await) }
-            });
-            let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-            if let Err(e) = builder
-                .serve_connection_with_upgrades(TokioIo::new(tls), svc)
-                .await
-            {
-                tracing::debug!(%addr, error = %e, "kubelet API connection ended");
-            }
-        });
-    }
+    let stopped = async move {
+        let _ = stop.wait_for(|s| *s).await;
+    };
+    let tls = runtime::serving::fixed_tls(tls);
+    runtime::serving::serve_tls(listener, tls, stopped, move |req, cert_user, addr| {
+        handle(deps.clone(), cert_user, req, addr)
+    })
+    .await;
 }
 
 fn text(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
@@ -201,8 +129,8 @@ async fn handle(
     let _g = span.enter();
     let user = match cert_user {
         Some(u) => Some(u),
-        None => match bearer(&req) {
-            Some(t) => deps.reviewer.token(&t).await,
+        None => match runtime::serving::bearer(&req) {
+            Some(t) => deps.reviewer.token(&t).await.ok().flatten(),
             None => None,
         },
     };
@@ -210,7 +138,8 @@ async fn handle(
         return text(StatusCode::UNAUTHORIZED, "Unauthorized");
     };
     let (verb, sub) = auth::request_attributes(req.method(), &path);
-    if !deps.reviewer.authorize(&user, verb, sub).await {
+    let attrs = auth::attributes(req.method(), &path, &deps.config.node_name);
+    if !deps.reviewer.authorize(&user, &attrs).await {
         return text(
             StatusCode::FORBIDDEN,
             format!(
@@ -250,17 +179,6 @@ async fn handle(
         }
         _ => text(StatusCode::NOT_FOUND, "404 page not found"),
     }
-}
-
-fn bearer<B>(req: &Request<B>) -> Option<String> {
-    let v = req
-        .headers()
-        .get(http::header::AUTHORIZATION)?
-        .to_str()
-        .ok()?;
-    let (scheme, token) = v.split_once(' ')?;
-    (scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty())
-        .then(|| token.trim().to_string())
 }
 
 fn pods(deps: &ServerDeps) -> Response<Body> {

@@ -78,9 +78,19 @@ impl Components {
         for (name, extra) in [
             (
                 "controller-manager",
-                &["--cluster-cidr", "10.64.0.0/10", "--leader-elect", "false"][..],
+                &[
+                    "--cluster-cidr",
+                    "10.64.0.0/10",
+                    "--leader-elect",
+                    "false",
+                    "--secure-port",
+                    "0",
+                ][..],
             ),
-            ("scheduler", &["--leader-elect", "false"][..]),
+            (
+                "scheduler",
+                &["--leader-elect", "false", "--secure-port", "0"][..],
+            ),
         ] {
             let child = std::process::Command::new(std::env::current_exe()?)
                 .arg(name)

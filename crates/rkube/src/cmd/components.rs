@@ -20,6 +20,27 @@ pub struct ControllerManagerArgs {
     pub leader_elect: bool,
     #[command(flatten)]
     pub options: ControllerOptions,
+    #[command(flatten)]
+    pub serving: ServingArgs,
+}
+
+/// The HTTPS endpoint of `rkube controller-manager` and `rkube scheduler` (`/healthz`,
+/// `/metrics`), as upstream's secure serving flags.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ServingArgs {
+    /// The port of the HTTPS endpoint (default 10257 for the controller manager, 10259
+    /// for the scheduler, as upstream's); 0 serves nothing.
+    #[arg(long)]
+    pub secure_port: Option<u16>,
+    /// The address the endpoint listens on.
+    #[arg(long, default_value = "0.0.0.0")]
+    pub bind_address: std::net::IpAddr,
+    /// The serving certificate (PEM); without it a self-signed one is made at start.
+    #[arg(long, requires = "tls_private_key_file")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// The serving certificate's key (PEM).
+    #[arg(long, requires = "tls_cert_file")]
+    pub tls_private_key_file: Option<PathBuf>,
 }
 
 /// The controller manager's options (also flags of `rkube server`).
@@ -110,6 +131,8 @@ pub struct SchedulerArgs {
     pub leader_elect: bool,
     #[command(flatten)]
     pub options: SchedulerOptions,
+    #[command(flatten)]
+    pub serving: ServingArgs,
 }
 
 /// The scheduler's options (also flags of `rkube server`).
@@ -176,14 +199,132 @@ pub const CONTROLLER_MANAGER: &str = "kube-controller-manager";
 /// `rkube scheduler`: runs until SIGTERM.
 pub async fn scheduler(args: SchedulerArgs) -> anyhow::Result<()> {
     let profiles = load_profiles(&args.options)?;
+    let source = ClientSource::kubeconfig(args.kubeconfig).for_component(SCHEDULER);
+    let metrics: Arc<scheduler::metrics::Metrics> = Arc::default();
+    let rendered = Arc::clone(&metrics);
+    let _serving = start_serving(
+        &args.serving,
+        SCHEDULER_PORT,
+        &source,
+        runtime::serving::Endpoints {
+            metrics: Arc::new(move || rendered.render() + &super::memory::render()),
+            livez_readyz: true,
+        },
+    )
+    .await?;
     run_scheduler(
-        &ClientSource::kubeconfig(args.kubeconfig).for_component(SCHEDULER),
+        &source,
         profiles,
-        Arc::default(),
+        metrics,
         args.leader_elect,
         super::server::shutdown_signal(),
     )
     .await
+}
+
+/// Upstream's secure ports: kube-controller-manager's and kube-scheduler's.
+pub const CONTROLLER_MANAGER_PORT: u16 = 10257;
+pub const SCHEDULER_PORT: u16 = 10259;
+
+/// Serves a component's `/healthz` and `/metrics` over HTTPS (unless `--secure-port 0`)
+/// for as long as the returned task lives: a self-signed certificate unless given one,
+/// client certificates of the cluster's client CA (read, as upstream, from
+/// `kube-system/extension-apiserver-authentication`), tokens and authorizations
+/// reviewed by the API server with the component's own identity.
+async fn start_serving(
+    args: &ServingArgs,
+    default_port: u16,
+    source: &ClientSource,
+    endpoints: runtime::serving::Endpoints,
+) -> anyhow::Result<Option<AbortOnDrop>> {
+    let port = args.secure_port.unwrap_or(default_port);
+    if port == 0 {
+        return Ok(None);
+    }
+    let (cert, key) = match (&args.tls_cert_file, &args.tls_private_key_file) {
+        (Some(c), Some(k)) => (
+            std::fs::read(c).with_context(|| format!("--tls-cert-file {}", c.display()))?,
+            std::fs::read(k).with_context(|| format!("--tls-private-key-file {}", k.display()))?,
+        ),
+        _ => {
+            let (c, k) = runtime::serving::self_signed(
+                &["localhost".to_string()],
+                &[std::net::IpAddr::from([127, 0, 0, 1])],
+                &format!("localhost@{}", jiff::Timestamp::now().as_second()),
+            )?;
+            (c.into_bytes(), k.into_bytes())
+        }
+    };
+    let addr = std::net::SocketAddr::new(args.bind_address, port);
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("failed to listen on {addr} (--secure-port, --bind-address)"))?;
+    let client = controllers::run::client_from(source).await?;
+    const ALPN: &[&[u8]] = &[b"h2", b"http/1.1"];
+    // Served at once, with client certificates accepted once the client CA is read (the
+    // API server may not answer yet), as upstream's CA from a ConfigMap.
+    let (tls_tx, tls) =
+        tokio::sync::watch::channel(runtime::serving::tls_config(&cert, &key, None, ALPN)?);
+    let reader = client.clone();
+    let ca_task = tokio::spawn(async move {
+        for attempt in 0.. {
+            match client_ca(&reader).await {
+                Ok(ca) => {
+                    match runtime::serving::tls_config(&cert, &key, Some(&ca), ALPN) {
+                        Ok(cfg) => {
+                            let _ = tls_tx.send(cfg);
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "client certificates will not be accepted")
+                        }
+                    }
+                    return;
+                }
+                Err(e) if attempt == 0 => tracing::warn!(
+                    error = %e,
+                    "client certificates are not accepted until the client CA is read; retrying"
+                ),
+                Err(_) => {}
+            }
+            tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+        }
+    });
+    tracing::info!(%addr, "serving /healthz and /metrics securely");
+    let reviewer = Arc::new(runtime::serving::Reviewer::new(client));
+    let serving = tokio::spawn(runtime::serving::serve(
+        listener,
+        tls,
+        reviewer,
+        endpoints,
+        std::future::pending(),
+    ));
+    Ok(Some(AbortOnDrop(vec![serving, ca_task])))
+}
+
+/// The cluster's client CA (PEM) as the API server publishes it for delegated
+/// authentication.
+async fn client_ca(client: &kube::Client) -> anyhow::Result<Vec<u8>> {
+    let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::namespaced(client.clone(), "kube-system");
+    let cm = api
+        .get("extension-apiserver-authentication")
+        .await
+        .context("reading kube-system/extension-apiserver-authentication")?;
+    cm.data
+        .and_then(|mut d| d.remove("client-ca-file"))
+        .map(String::into_bytes)
+        .context("kube-system/extension-apiserver-authentication has no client-ca-file")
+}
+
+/// Tasks stopped when this is dropped.
+pub struct AbortOnDrop(Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
 }
 
 /// The scheduler until `shutdown`, under leader election when `leader_elect`.
@@ -265,8 +406,19 @@ pub fn check_controller_options(opts: &ControllerOptions) -> anyhow::Result<()> 
 /// `rkube controller-manager`: runs until SIGTERM.
 pub async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<()> {
     check_controller_options(&args.options)?;
+    let source = ClientSource::kubeconfig(args.kubeconfig).for_component(CONTROLLER_MANAGER);
+    let _serving = start_serving(
+        &args.serving,
+        CONTROLLER_MANAGER_PORT,
+        &source,
+        runtime::serving::Endpoints {
+            metrics: Arc::new(|| controller_manager_metrics() + &super::memory::render()),
+            livez_readyz: false,
+        },
+    )
+    .await?;
     run_controller_manager(
-        &ClientSource::kubeconfig(args.kubeconfig).for_component(CONTROLLER_MANAGER),
+        &source,
         &args.options,
         args.leader_elect,
         super::server::shutdown_signal(),
