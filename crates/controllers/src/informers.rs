@@ -410,11 +410,15 @@ where
         let (tx, rx) = mpsc::unbounded_channel();
         let backlog = Arc::new(AtomicUsize::new(0));
         let at = std::panic::Location::caller();
-        crate::util::lock(&BACKLOGS).push(Backlog {
+        let mut backlogs = crate::util::lock(&BACKLOGS);
+        // Those of subscriptions gone go now too, not only when `/metrics` is read.
+        backlogs.retain(|b| b.queued.strong_count() > 0);
+        backlogs.push(Backlog {
             queued: Arc::downgrade(&backlog),
             at,
             kind: K::kind(&K::DynamicType::default()).into_owned(),
         });
+        drop(backlogs);
         crate::util::lock(&self.subscribers).push(Subscriber {
             tx,
             backlog: Arc::clone(&backlog),

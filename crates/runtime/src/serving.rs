@@ -395,10 +395,17 @@ pub async fn serve(
     endpoints: Endpoints,
     stop: impl std::future::Future<Output = ()>,
 ) {
+    use tracing::Instrument as _;
     serve_tls(listener, tls, stop, move |req, cert_user, addr| {
         let reviewer = Arc::clone(&reviewer);
         let endpoints = endpoints.clone();
-        async move { handle(&reviewer, &endpoints, cert_user, &req, addr).await }
+        let span = tracing::debug_span!(
+            "component_api",
+            method = %req.method(),
+            path = %req.uri().path(),
+            peer = %addr
+        );
+        async move { handle(&reviewer, &endpoints, cert_user, &req).await }.instrument(span)
     })
     .await;
 }
@@ -441,11 +448,8 @@ async fn handle<B>(
     endpoints: &Endpoints,
     cert_user: Option<User>,
     req: &Request<B>,
-    addr: SocketAddr,
 ) -> Response<Body> {
     let path = req.uri().path();
-    let span = tracing::debug_span!("component_api", method = %req.method(), %path, peer = %addr);
-    let _g = span.enter();
     let user = match (cert_user, bearer(req)) {
         (Some(u), _) => u,
         (None, Some(token)) => match reviewer.token(&token).await {

@@ -14,7 +14,6 @@ pub mod auth;
 pub mod logs;
 
 use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -102,8 +101,15 @@ pub async fn serve(
         let _ = stop.wait_for(|s| *s).await;
     };
     let tls = runtime::serving::fixed_tls(tls);
+    use tracing::Instrument as _;
     runtime::serving::serve_tls(listener, tls, stopped, move |req, cert_user, addr| {
-        handle(deps.clone(), cert_user, req, addr)
+        let span = tracing::debug_span!(
+            "kubelet_api",
+            method = %req.method(),
+            path = %req.uri().path(),
+            peer = %addr
+        );
+        handle(deps.clone(), cert_user, req).instrument(span)
     })
     .await;
 }
@@ -122,11 +128,8 @@ async fn handle(
     deps: ServerDeps,
     cert_user: Option<auth::User>,
     req: Request<Incoming>,
-    addr: SocketAddr,
 ) -> Response<Body> {
     let path = req.uri().path().to_string();
-    let span = tracing::debug_span!("kubelet_api", method = %req.method(), %path, peer = %addr);
-    let _g = span.enter();
     let user = match cert_user {
         Some(u) => Some(u),
         None => match runtime::serving::bearer(&req) {
