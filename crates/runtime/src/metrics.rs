@@ -90,8 +90,7 @@ pub const QUEUE_BUCKETS: [f64; 10] = [1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 1
 /// What a live queue reports when the metrics are read: items queued (added and not yet
 /// taken by a worker, upstream's depth) and when each item in a worker's hands was taken.
 pub(crate) trait LiveQueue: Send + Sync {
-    fn depth(&self) -> usize;
-    fn processing_since(&self) -> Vec<Instant>;
+    fn gauges(&self) -> (usize, Vec<Instant>);
 }
 
 /// The series of one queue name.
@@ -142,12 +141,9 @@ pub(crate) fn queue_series(name: &str) -> Arc<QueueSeries> {
     Arc::clone(lock(&QUEUES).entry(name.to_string()).or_default())
 }
 
-/// The work queues' metrics, every named queue of the process, at `now`.
+/// The work queues' metrics, every named queue of the process.
 pub fn render_workqueues() -> String {
-    render_queues_at(Instant::now())
-}
-
-fn render_queues_at(now: Instant) -> String {
+    let now = Instant::now();
     let queues: Vec<(String, Arc<QueueSeries>)> = lock(&QUEUES)
         .iter()
         .map(|(n, s)| (n.clone(), Arc::clone(s)))
@@ -166,8 +162,9 @@ fn render_queues_at(now: Instant) -> String {
             let mut depth = 0;
             let (mut total, mut longest) = (0.0_f64, 0.0_f64);
             for q in live {
-                depth += q.depth();
-                for since in q.processing_since() {
+                let (queued, held) = q.gauges();
+                depth += queued;
+                for since in held {
                     let age = now.saturating_duration_since(since).as_secs_f64();
                     total += age;
                     longest = longest.max(age);

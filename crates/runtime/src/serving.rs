@@ -18,6 +18,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use api::status::{ApiError, Reason};
+use auth::attributes::{ALL_UNAUTHENTICATED, ANONYMOUS, SYSTEM_PRIVILEGED_GROUP};
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
@@ -47,9 +49,9 @@ impl User {
     /// A caller without credentials (upstream's anonymous authenticator).
     pub fn anonymous() -> User {
         User {
-            name: "system:anonymous".into(),
+            name: ANONYMOUS.into(),
             uid: String::new(),
-            groups: vec!["system:unauthenticated".into()],
+            groups: vec![ALL_UNAUTHENTICATED.into()],
         }
     }
 }
@@ -307,7 +309,7 @@ pub fn tls_config(
 /// The paths anyone may read (upstream's `--authorization-always-allow-paths` default).
 pub const ALWAYS_ALLOW_PATHS: &[&str] = &["/healthz", "/readyz", "/livez"];
 /// The groups allowed everything (`--authorization-always-allow-groups`).
-pub const ALWAYS_ALLOW_GROUPS: &[&str] = &["system:masters"];
+pub const ALWAYS_ALLOW_GROUPS: &[&str] = &[SYSTEM_PRIVILEGED_GROUP];
 
 /// What a control-plane component serves.
 #[derive(Clone)]
@@ -429,18 +431,9 @@ fn respond(
 }
 
 /// An upstream `Status` error.
-fn status(code: StatusCode, reason: &str, message: &str) -> Response<Body> {
-    let body = serde_json::json!({
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "details": {},
-        "code": code.as_u16(),
-    });
-    respond(code, "application/json", body.to_string())
+fn status(error: &ApiError) -> Response<Body> {
+    let code = StatusCode::from_u16(error.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    respond(code, "application/json", error.to_status().to_string())
 }
 
 async fn handle<B>(
@@ -459,7 +452,7 @@ async fn handle<B>(
             // the anonymous authenticator).
             Ok(None) => User::anonymous(),
             // A rejected token (the review's error) is not anonymous, as upstream.
-            Err(_) => return status(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized"),
+            Err(_) => return status(&ApiError::unauthorized()),
         },
         (None, None) => User::anonymous(),
     };
@@ -479,14 +472,15 @@ async fn handle<B>(
             )
             .await;
     if !allowed {
-        return status(
-            StatusCode::FORBIDDEN,
-            "Forbidden",
-            &format!(
+        // As the API server's own refusal of a path (upstream's `ForbiddenStatusError`).
+        return status(&ApiError::new(
+            403,
+            Reason::Forbidden,
+            format!(
                 "forbidden: User {:?} cannot {verb} path {path:?}",
                 user.name
             ),
-        );
+        ));
     }
     const TEXT: &str = "text/plain; charset=utf-8";
     match path {

@@ -176,31 +176,27 @@ impl<T: Eq + Hash + Clone + Send + 'static> WorkQueue<T> {
     /// item the earliest wins. Counted as a retry (`workqueue_retries_total`), as
     /// upstream counts every delayed add.
     pub fn add_after(&self, item: T, delay: Duration) {
-        {
-            let s = self.state();
-            if s.shutting_down {
-                return;
-            }
-            if let Some(t) = &s.timing {
-                t.series.retried();
-            }
-        }
-        if delay.is_zero() {
-            self.add(item);
-            return;
-        }
         let due = Instant::now() + delay;
         {
             let mut s = self.state();
             if s.shutting_down {
                 return;
             }
-            match s.waiting.get(&item) {
-                Some(existing) if *existing <= due => return,
-                _ => {
-                    s.waiting.insert(item.clone(), due);
+            if let Some(t) = &s.timing {
+                t.series.retried();
+            }
+            if !delay.is_zero() {
+                match s.waiting.get(&item) {
+                    Some(existing) if *existing <= due => return,
+                    _ => {
+                        s.waiting.insert(item.clone(), due);
+                    }
                 }
             }
+        }
+        if delay.is_zero() {
+            self.add(item);
+            return;
         }
         let queue = self.clone();
         tokio::spawn(async move {
@@ -269,18 +265,15 @@ impl<T> Shared<T> {
 }
 
 impl<T: Send> LiveQueue for Shared<T> {
-    fn depth(&self) -> usize {
+    fn gauges(&self) -> (usize, Vec<Instant>) {
+        let s = self.lock();
         // Upstream's depth: adds not yet taken, including those of items a worker holds
         // (queued again when it is done).
-        self.lock().dirty.len()
-    }
-
-    fn processing_since(&self) -> Vec<Instant> {
-        self.lock()
+        let held = s
             .timing
             .as_ref()
-            .map(|t| t.taken.values().copied().collect())
-            .unwrap_or_default()
+            .map(|t| t.taken.values().copied().collect());
+        (s.dirty.len(), held.unwrap_or_default())
     }
 }
 

@@ -30,21 +30,6 @@ pub fn request_attributes(method: &http::Method, path: &str) -> (&'static str, &
     (verb, sub)
 }
 
-/// What a request to this node's kubelet API asks, for a `SubjectAccessReview`.
-pub fn attributes(
-    method: &http::Method,
-    path: &str,
-    node_name: &str,
-) -> runtime::serving::Attributes {
-    let (verb, subresource) = request_attributes(method, path);
-    runtime::serving::Attributes::Resource {
-        verb,
-        resource: "nodes",
-        subresource,
-        name: node_name.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

@@ -141,7 +141,12 @@ async fn handle(
         return text(StatusCode::UNAUTHORIZED, "Unauthorized");
     };
     let (verb, sub) = auth::request_attributes(req.method(), &path);
-    let attrs = auth::attributes(req.method(), &path, &deps.config.node_name);
+    let attrs = runtime::serving::Attributes::Resource {
+        verb,
+        resource: "nodes",
+        subresource: sub,
+        name: deps.config.node_name.clone(),
+    };
     if !deps.reviewer.authorize(&user, &attrs).await {
         return text(
             StatusCode::FORBIDDEN,
