@@ -8,6 +8,8 @@
 //! - [`selector`]: label and field selectors (parsing and matching, upstream's grammar);
 //! - [`gofmt`]: values printed as Go's `fmt`, `strconv` and `encoding/json` print them, for
 //!   upstream's messages and serializations byte for byte;
+//! - [`health`]: the health endpoints' answers (`/healthz`, `/livez`, `/readyz`), as
+//!   upstream's `healthz` package renders them;
 //! - [`validation`]: names, labels, annotations and object metadata rules;
 //! - [`schema`]: OpenAPI schemas of the built-in types;
 //! - [`openapi`]: the `/openapi/v2` and `/openapi/v3` documents;
@@ -22,6 +24,7 @@
 pub mod catalog;
 pub mod cron;
 pub mod gofmt;
+pub mod health;
 pub mod jws;
 pub mod kinds;
 pub mod meta;

@@ -50,8 +50,8 @@ pub fn error_response(e: &ApiError) -> Response<Body> {
     r
 }
 
-pub fn text_response(status: StatusCode, text: &'static str) -> Response<Body> {
-    let mut r = Response::new(full(Bytes::from_static(text.as_bytes())));
+pub fn text_response(status: StatusCode, text: impl Into<Bytes>) -> Response<Body> {
+    let mut r = Response::new(full(text.into()));
     *r.status_mut() = status;
     r.headers_mut().insert(
         header::CONTENT_TYPE,

@@ -15,6 +15,7 @@ pub mod encryption;
 mod escalation;
 mod fieldmgr;
 pub mod handlers;
+pub mod health;
 pub mod http;
 mod initializers;
 pub mod inprocess;
@@ -33,7 +34,6 @@ pub mod webhook;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::json;
@@ -156,6 +156,7 @@ pub struct Running {
 impl Running {
     /// Stops accepting connections and waits for the listener to close.
     pub async fn stop(mut self) {
+        self.server.health.stopping();
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
@@ -358,7 +359,7 @@ pub async fn start(
         server_address: format!("{host}:{}", addr.port()),
         metrics: metrics::Metrics::default(),
         openapi: openapi::OpenApi::default(),
-        ready: std::sync::atomic::AtomicBool::new(false),
+        health: Arc::default(),
         request_timeout: config.request_timeout,
         min_request_timeout: config.min_request_timeout,
         audit,
@@ -372,14 +373,14 @@ pub async fn start(
     let task = tokio::spawn(server::serve(listener, tls, Arc::clone(&srv), async move {
         let _ = stopped.await;
     }));
-    bootstrap(&registry).await;
+    bootstrap(&registry, &srv.health).await;
     tokio::spawn(crds::run(Arc::clone(&registry)));
     csr::ensure_component_kubeconfigs(&pki, &config.data_dir, &url)?;
     let join_token =
         csr::ensure_join_token(&registry, &config.data_dir, &system_write_options()).await?;
     csr::publish_cluster_info(&registry, &pki, &url, &join_token, &system_write_options()).await?;
     tokio::spawn(csr::run(Arc::clone(&registry), csr_authz, pki.clone()));
-    srv.ready.store(true, Ordering::SeqCst);
+    srv.health.done(health::AUTHENTICATION_INFO);
     let compactor = (!config.compaction_interval.is_zero())
         .then(|| store::spawn_compactor(Arc::clone(&store), config.compaction_interval));
     tracing::info!(%url, kubeconfig = %kubeconfig.display(), "API server ready");
@@ -473,7 +474,7 @@ fn system_write_options() -> registry::WriteOptions {
     }
 }
 
-async fn bootstrap(registry: &Arc<Registry>) {
+async fn bootstrap(registry: &Arc<Registry>, health: &Arc<health::Health>) {
     let system = system_write_options();
     if let Some(ns) = registry.lookup("", "v1", "namespaces") {
         for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
@@ -488,12 +489,30 @@ async fn bootstrap(registry: &Arc<Registry>) {
         }
     }
     kubernetes_service(registry, &system).await;
+    health.done(health::BOOTSTRAP_CONTROLLER);
     system_priority_classes(registry, &system).await;
+    health.done(health::PRIORITY_CLASSES);
     authz::ensure_bootstrap_policy(registry, &system).await;
+    health.done(health::RBAC_ROLES);
     tokio::spawn(authz::run_aggregation(Arc::clone(registry), system.clone()));
+    let mut filled = true;
     for r in registry.all().iter() {
         if !r.info.storage_prefix.is_empty() {
-            let _ = r.cacher.wait_for(1, Duration::from_secs(10)).await;
+            filled &= r.cacher.wait_for(1, Duration::from_secs(10)).await;
         }
     }
+    if filled {
+        health.done(health::INFORMER_SYNC);
+        return;
+    }
+    tracing::warn!("watch caches not filled after 10s; /readyz fails informer-sync until they are");
+    let (registry, health) = (Arc::clone(registry), Arc::clone(health));
+    tokio::spawn(async move {
+        for r in registry.all().iter() {
+            while !r.info.storage_prefix.is_empty()
+                && !r.cacher.wait_for(1, Duration::from_secs(60)).await
+            {}
+        }
+        health.done(health::INFORMER_SYNC);
+    });
 }

@@ -153,6 +153,12 @@ fn plugins_can_be_disabled_and_unknown_names_fail() {
         .args(["server", "--enable-admission-plugins=Nope", "--data-dir"])
         .arg(server.dir.path().join("other"))
         .args(["--https-port", "1", "--disable-agent"])
+        .args([
+            "--controller-manager-secure-port",
+            "0",
+            "--scheduler-secure-port",
+            "0",
+        ])
         .output()
         .unwrap();
     assert!(!out.status.success());

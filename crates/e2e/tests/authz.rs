@@ -182,6 +182,10 @@ fn rbac_bootstrap_policy_and_decisions() {
     assert_eq!(code, 200);
     let (code, _) = env.curl("/version", &[]);
     assert_eq!(code, 200);
+    // One check alone is not public (its failure says why): upstream's RBAC grants it to
+    // system:monitoring, not to anonymous callers.
+    let (code, body) = env.curl("/readyz/etcd", &[]);
+    assert_eq!(code, 403, "{body}");
     let bearer = ["-H", "Authorization: Bearer tok-alice"];
     // Discovery is for every authenticated user (system:discovery).
     let (code, body) = env.curl("/api", &bearer);

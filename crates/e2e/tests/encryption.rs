@@ -116,9 +116,17 @@ fn secrets_are_encrypted_at_rest() {
     server.kubectl_ok(Some("1.33"), &["annotate", "secret", "s1", "rotated=yes"]);
     assert!(stored(&db, "/registry/secrets/default/s1").starts_with(b"k8s:enc:aescbc:v1:key2:"));
 
-    // Without the key, the secret cannot be read: an error, never ciphertext.
+    // Without the key, the secret cannot be read: an error, never ciphertext. The
+    // secrets' watch cache cannot fill, so the server is live but not ready (as
+    // upstream's informer-sync check fails while its secrets informer cannot list).
     std::fs::write(&cfg, config(&[("key3", KEY1)])).unwrap();
-    server.restart();
+    server.restart_live();
     let out = server.kubectl_v(Some("1.33"), &["get", "secret", "s1"]);
     assert!(!out.status.success());
+    let out = server.kubectl_v(Some("1.33"), &["get", "--raw", "/readyz"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("[-]informer-sync failed: reason withheld"),
+        "{err}"
+    );
 }

@@ -705,6 +705,76 @@ fn server_side_apply(e: &Env) {
     assert_eq!(e.json(&["get", "deployment", "ssa"])["spec"]["replicas"], 2);
 }
 
+/// The health endpoints list upstream's checks, run each alone, and skip the excluded.
+fn health_endpoints(e: &Env) {
+    let hooks = "[+]poststarthook/bootstrap-controller ok\n\
+                 [+]poststarthook/scheduling/bootstrap-system-priority-classes ok\n\
+                 [+]poststarthook/rbac/bootstrap-roles ok\n\
+                 [+]poststarthook/start-cluster-authentication-info-controller ok\n";
+    assert_eq!(
+        e.ok(&["get", "--raw", "/readyz?verbose"]),
+        format!(
+            "[+]ping ok\n[+]etcd ok\n[+]etcd-readiness ok\n[+]informer-sync ok\n{hooks}[+]shutdown ok\nreadyz check passed\n"
+        )
+    );
+    assert_eq!(
+        e.ok(&["get", "--raw", "/livez?verbose"]),
+        format!("[+]ping ok\n[+]etcd ok\n{hooks}livez check passed\n")
+    );
+    assert_eq!(e.ok(&["get", "--raw", "/healthz"]), "ok");
+    assert_eq!(e.ok(&["get", "--raw", "/healthz/etcd"]), "ok");
+    assert_eq!(
+        e.ok(&["get", "--raw", "/readyz/poststarthook/rbac/bootstrap-roles"]),
+        "ok"
+    );
+    let excluded = e.ok(&[
+        "get",
+        "--raw",
+        "/readyz?verbose&exclude=etcd&exclude=shutdown",
+    ]);
+    assert!(
+        excluded.contains("[+]etcd excluded: ok\n[+]etcd-readiness ok\n")
+            && excluded.contains("[+]shutdown excluded: ok\nreadyz check passed\n"),
+        "{excluded}"
+    );
+    let err = e.fails(&["get", "--raw", "/livez/nope"]);
+    assert!(err.contains("NotFound"), "{err}");
+}
+
+/// The store going away fails the `etcd` checks (and with them `/readyz` and `/livez`),
+/// their reasons withheld from the public answer and told on the check's own path.
+#[test]
+fn a_store_outage_fails_the_etcd_checks() {
+    let mut etcd = Etcd::start();
+    let server = RkubeServer::start_with(&["--datastore-endpoint", &etcd.endpoint_list()]);
+    assert_eq!(server.kubectl_ok(None, &["get", "--raw", "/readyz"]), "ok");
+    etcd.kill_member(0);
+    let out = server.kubectl(&["get", "--raw", "/readyz"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("[-]etcd failed: reason withheld")
+            && err.contains("[-]etcd-readiness failed: reason withheld")
+            && err.contains("readyz check failed"),
+        "{err}"
+    );
+    let out = server.kubectl(&["get", "--raw", "/healthz/etcd"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("internal server error: "), "{err}");
+    // Excluding the store's checks, the server still answers ready.
+    assert_eq!(
+        server.kubectl_ok(
+            None,
+            &[
+                "get",
+                "--raw",
+                "/readyz?exclude=etcd&exclude=etcd-readiness"
+            ]
+        ),
+        "ok"
+    );
+}
+
 macro_rules! scenarios {
     ($($name:ident),* $(,)?) => {
         mod sqlite_kubectl_1_33 {
@@ -721,6 +791,7 @@ macro_rules! scenarios {
 
 scenarios!(
     create_deployment,
+    health_endpoints,
     output_formats,
     apply_and_diff,
     patch_edit_scale_label,

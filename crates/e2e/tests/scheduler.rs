@@ -307,6 +307,8 @@ fn a_silent_node_is_tainted_and_its_pods_are_replaced_elsewhere() {
 struct Proc {
     child: std::process::Child,
     log: std::path::PathBuf,
+    /// The secure port it serves on.
+    port: u16,
 }
 
 impl Proc {
@@ -318,29 +320,31 @@ impl Proc {
         kubeconfig: &str,
         tag: &str,
         args: &[&str],
+        port: u16,
     ) -> Proc {
         let log = server.dir.path().join(format!("{component}-{tag}.log"));
         let out = std::fs::File::create(&log).unwrap();
         let child = Command::new(testkit::rkube_binary())
             .args([component, "--kubeconfig"])
             .arg(server.dir.path().join("data").join(kubeconfig))
+            .args(["--secure-port", &port.to_string()])
             .args(args)
             .stdin(Stdio::null())
             .stdout(out.try_clone().unwrap())
             .stderr(out)
             .spawn()
             .unwrap();
-        Proc { child, log }
+        Proc { child, log, port }
     }
 
     fn scheduler(server: &RkubeServer, tag: &str) -> Proc {
-        let port = testkit::free_port().to_string();
         Proc::component(
             server,
             "scheduler",
             "scheduler.kubeconfig",
             tag,
-            &["--secure-port", &port],
+            &[],
+            testkit::free_port(),
         )
     }
 
@@ -398,6 +402,15 @@ fn rkube_scheduler_runs_as_its_own_process_with_leader_election() {
     } else {
         (&mut two, &mut one)
     };
+    // The follower is a warm standby: its caches synced, it is ready to take over; both
+    // pass the leader-election check (the leader renews, the follower holds nothing).
+    let ready =
+        "[+]leaderElection ok\n[+]shutdown ok\n[+]sched-handler-sync ok\nreadyz check passed\n";
+    for p in [&*leader, &*follower] {
+        wait_for("the scheduler ready", 30, || {
+            curl(p.port, "/readyz?verbose") == (200, ready.to_string())
+        });
+    }
     // The leader stops (releasing the lease): the follower takes over and schedules.
     leader.terminate();
     wait_for("the follower leads", 30, || follower.leads());
@@ -507,6 +520,18 @@ fn kubectl_rollout_status_history_undo_pause_resume_restart() {
     assert_eq!(images(), ["web:3"]);
 }
 
+/// A kubeconfig for the API server (the admin's cluster entry) with `user`'s credentials.
+fn api_kubeconfig(server: &RkubeServer, user: Value, name: &str) -> std::path::PathBuf {
+    let mut config: Value = serde_json::from_str(
+        &server.kubectl_ok(None, &["config", "view", "--raw", "--minify", "-o", "json"]),
+    )
+    .unwrap();
+    config["users"][0]["user"] = user;
+    let path = server.dir.path().join(format!("{name}.kubeconfig"));
+    std::fs::write(&path, config.to_string()).unwrap();
+    path
+}
+
 /// A kubeconfig for `https://127.0.0.1:<port>` (a component's self-signed endpoint, not
 /// verified) with the admin's client certificate, a token, or no credentials.
 fn endpoint_kubeconfig(
@@ -554,6 +579,78 @@ fn raw(server: &RkubeServer, kubeconfig: &std::path::Path, path: &str) -> (bool,
     )
 }
 
+/// Inside `rkube server`, the controller manager and scheduler serve their endpoints on
+/// 127.0.0.1 (as k3s's), with the same checks and authorization as their own processes;
+/// a port in use stops the server's start-up, saying which.
+#[test]
+fn server_components_serve_their_endpoints_on_loopback() {
+    let (cm_port, sched_port) = (testkit::free_port(), testkit::free_port());
+    let (cm, sched) = (cm_port.to_string(), sched_port.to_string());
+    let server = RkubeServer::start_with(&[
+        "--controller-manager-secure-port",
+        &cm,
+        "--scheduler-secure-port",
+        &sched,
+    ]);
+    let _sim = SimNodes::start(&server, "a", &["--count", "1"]);
+    nodes_schedulable(&server, 1);
+    server.wait_for_object(&["get", "serviceaccount", "default"]);
+    apply(&server, &pod_named("p"));
+    wait_for("p bound", 30, || {
+        get(&server, &["pod", "p"])["spec"]["nodeName"].is_string()
+    });
+    // Without leader election (one server on SQLite): no leaderElection check.
+    let (code, checks) = curl(cm_port, "/healthz?verbose");
+    assert_eq!(code, 200);
+    assert!(
+        checks.starts_with("[+]replicaset-controller ok\n")
+            && checks.ends_with("healthz check passed\n"),
+        "{checks}"
+    );
+    assert_eq!(
+        curl(sched_port, "/readyz?verbose"),
+        (
+            200,
+            "[+]shutdown ok\n[+]sched-handler-sync ok\nreadyz check passed\n".to_string()
+        )
+    );
+    assert_eq!(curl(sched_port, "/metrics").0, 403);
+    let admin: Value = serde_json::from_str(
+        &server.kubectl_ok(None, &["config", "view", "--raw", "--minify", "-o", "json"]),
+    )
+    .unwrap();
+    let admin_user = admin["users"][0]["user"].clone();
+    let sched_admin = endpoint_kubeconfig(&server, sched_port, admin_user.clone(), "s");
+    let cm_admin = endpoint_kubeconfig(&server, cm_port, admin_user, "c");
+    let metrics = testkit::wait_for("the scheduler's metrics", 30, || {
+        let (ok, out, _) = raw(&server, &sched_admin, "/metrics");
+        (ok && out.contains("scheduler_schedule_attempts_total")).then_some(out)
+    });
+    // Without leader election, no leader series.
+    assert!(
+        metrics.contains("result=\"scheduled\"} 1\n") && !metrics.contains("leader_election"),
+        "{metrics}"
+    );
+    let (ok, out, err) = raw(&server, &cm_admin, "/metrics");
+    assert!(
+        ok && out.contains("workqueue_adds_total{name=\"replicaset\"}"),
+        "{err}"
+    );
+    // The loopback only.
+    assert_eq!(
+        std::net::TcpListener::bind(("127.0.0.1", cm_port))
+            .err()
+            .map(|e| e.kind()),
+        Some(std::io::ErrorKind::AddrInUse)
+    );
+    // A second server wanting the same port does not start.
+    let err = testkit::server_start_error(&["--scheduler-secure-port", &sched]);
+    assert!(
+        err.contains(&format!("failed to listen on 127.0.0.1:{sched_port}")),
+        "{err}"
+    );
+}
+
 /// `rkube controller-manager` and `rkube scheduler` run as their own processes, and each
 /// serves `/healthz` to anyone and `/metrics` to whom the API server authorizes
 /// (delegated authentication and authorization, as upstream's 10257 and 10259).
@@ -562,21 +659,26 @@ fn standalone_components_serve_health_and_authorized_metrics() {
     let server = RkubeServer::start_with(&["--disable-scheduler", "--disable-controller-manager"]);
     let _sim = SimNodes::start(&server, "a", &["--count", "1"]);
     let (cm_port, sched_port) = (testkit::free_port(), testkit::free_port());
-    let cm_flag = cm_port.to_string();
-    let sched_flag = sched_port.to_string();
     let _cm = Proc::component(
         &server,
         "controller-manager",
         "controller.kubeconfig",
         "one",
-        &["--secure-port", &cm_flag],
+        &[],
+        cm_port,
     );
+    // The scheduler asks for authorizations with an identity that may not: upstream's
+    // --authorization-kubeconfig (its tokens still reviewed with its own identity).
+    server.kubectl_ok(None, &["create", "serviceaccount", "nobody"]);
+    let token = server.kubectl_ok(None, &["create", "token", "nobody"]);
+    let nobody = api_kubeconfig(&server, json!({"token": token.trim()}), "nobody");
     let _sched = Proc::component(
         &server,
         "scheduler",
         "scheduler.kubeconfig",
         "one",
-        &["--secure-port", &sched_flag],
+        &["--authorization-kubeconfig", nobody.to_str().unwrap()],
+        sched_port,
     );
     // (The node's taints are the controller manager's to lift.)
     nodes_schedulable(&server, 1);
@@ -616,14 +718,62 @@ fn standalone_components_serve_health_and_authorized_metrics() {
         "{cm_metrics}"
     );
     assert!(cm_metrics.contains("rkube_informer_subscriber_backlog{kind=\"Pod\""));
+    assert!(
+        cm_metrics.contains("leader_election_master_status{name=\"kube-controller-manager\"} 1\n"),
+        "{cm_metrics}"
+    );
     assert!(cm_metrics.contains("process_resident_memory_bytes "));
     let sched_metrics = raw(&server, &sched_admin, "/metrics").1;
+    assert!(
+        sched_metrics.contains("leader_election_master_status{name=\"kube-scheduler\"} 1\n"),
+        "{sched_metrics}"
+    );
     assert!(
         sched_metrics.contains(
             "scheduler_schedule_attempts_total{profile=\"default-scheduler\",result=\"scheduled\"} 1\n"
         ),
         "{sched_metrics}"
     );
+    // The checks, as upstream's: the leader election on both, each started controller
+    // on the controller manager's /healthz, shutdown and handler sync on the scheduler's
+    // /readyz, ping on its /livez.
+    let (code, cm_checks) = curl(cm_port, "/healthz?verbose");
+    assert_eq!(code, 200);
+    assert!(
+        cm_checks.starts_with("[+]leaderElection ok\n[+]replicaset-controller ok\n")
+            && cm_checks.contains("[+]garbage-collector-controller ok\n")
+            && cm_checks.ends_with("[+]node-lifecycle-controller ok\nhealthz check passed\n"),
+        "{cm_checks}"
+    );
+    assert_eq!(
+        curl(sched_port, "/readyz?verbose"),
+        (
+            200,
+            "[+]leaderElection ok\n[+]shutdown ok\n[+]sched-handler-sync ok\nreadyz check passed\n"
+                .to_string()
+        )
+    );
+    assert_eq!(
+        curl(sched_port, "/livez?verbose"),
+        (200, "[+]ping ok\nlivez check passed\n".to_string())
+    );
+    assert_eq!(
+        curl(sched_port, "/readyz?verbose&exclude=shutdown&exclude=nope"),
+        (
+            200,
+            "[+]leaderElection ok\n[+]shutdown excluded: ok\n[+]sched-handler-sync ok\nwarn: some health checks cannot be excluded: no matches for \"nope\"\nreadyz check passed\n"
+                .to_string()
+        )
+    );
+    // One check alone is not a public path: the admin reads it, anonymous callers not.
+    assert_eq!(
+        raw(&server, &sched_admin, "/readyz/sched-handler-sync").1,
+        "ok"
+    );
+    assert_eq!(raw(&server, &cm_admin, "/healthz/leaderElection").1, "ok");
+    assert_eq!(curl(sched_port, "/readyz/sched-handler-sync").0, 403);
+    let (ok, _, err) = raw(&server, &cm_admin, "/healthz/nope");
+    assert!(!ok && err.contains("NotFound"), "{err}");
     // Health for anyone, without credentials (curl: kubectl would prompt for a
     // password); /livez and /readyz on the scheduler only.
     assert_eq!(curl(cm_port, "/healthz"), (200, "ok".to_string()));
@@ -631,9 +781,13 @@ fn standalone_components_serve_health_and_authorized_metrics() {
         assert_eq!(curl(sched_port, path), (200, "ok".to_string()), "{path}");
     }
     assert_eq!(curl(cm_port, "/readyz").0, 404);
-    let (code, verbose) = curl(sched_port, "/healthz?verbose");
-    assert_eq!(code, 200);
-    assert!(verbose.ends_with("healthz check passed\n"), "{verbose}");
+    assert_eq!(
+        curl(sched_port, "/healthz?verbose"),
+        (
+            200,
+            "[+]leaderElection ok\nhealthz check passed\n".to_string()
+        )
+    );
     // Metrics are not for anonymous callers: upstream's Status.
     let (code, body) = curl(cm_port, "/metrics");
     assert_eq!(code, 403);
@@ -685,6 +839,9 @@ fn standalone_components_serve_health_and_authorized_metrics() {
         ok && out.contains("workqueue_depth{name=\"replicaset\"}"),
         "{err}"
     );
+    // The scheduler's reviews, made as `nobody`, fail: denied, though RBAC grants it.
+    let (ok, _, err) = raw(&server, &as_account(sched_port, "reader"), "/metrics");
+    assert!(!ok && err.contains("(Forbidden)"), "{err}");
     // The path is all it was granted.
     let (ok, _, err) = raw(&server, &reader, "/configz");
     assert!(!ok && err.contains("cannot get path \"/configz\""), "{err}");
@@ -698,7 +855,8 @@ fn standalone_components_serve_health_and_authorized_metrics() {
         "controller-manager",
         "controller.kubeconfig",
         "two",
-        &["--secure-port", &cm_flag],
+        &[],
+        cm_port,
     );
     let status = second.child.wait().unwrap();
     assert!(!status.success());

@@ -89,6 +89,14 @@ impl ClientSource {
         self
     }
 
+    /// The same clients (transport, `User-Agent`) with another kubeconfig's identity.
+    pub fn with_kubeconfig(&self, kubeconfig: impl Into<PathBuf>) -> ClientSource {
+        ClientSource {
+            kubeconfig: kubeconfig.into(),
+            ..self.clone()
+        }
+    }
+
     /// The kubeconfig file (its identity; for HTTPS also the server and its CA).
     pub fn kubeconfig_path(&self) -> &Path {
         &self.kubeconfig

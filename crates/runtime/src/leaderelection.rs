@@ -33,7 +33,7 @@ use std::fmt;
 use std::future::{Future, IntoFuture};
 use std::hash::{BuildHasher, Hasher};
 use std::pin::{Pin, pin};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -591,6 +591,73 @@ impl LeaderElectionConfig {
     }
 }
 
+/// How long past its lease duration a leader that has not renewed still reports healthy
+/// (upstream's controller manager and scheduler give `NewLeaderHealthzAdaptor` 20 s).
+pub const WATCHDOG_TOLERANCE: Duration = Duration::from_secs(20);
+
+/// The `leaderElection` health check's verdict (upstream's `LeaderElector.Check`): a
+/// candidate that does not hold the lease (a standby) is healthy; the holder is not once
+/// the record it last saw change is older than the lease duration plus `tolerance` — it
+/// should have renewed or stepped down long before, so it is stuck.
+pub fn watchdog_verdict(
+    observed: Option<&Observation>,
+    config: &LeaderElectionConfig,
+    tolerance: Duration,
+    now: Instant,
+) -> Result<(), String> {
+    match observed {
+        Some(o)
+            if o.is_held_by(&config.identity)
+                && now.saturating_duration_since(o.time) > config.lease_duration + tolerance =>
+        {
+            Err(format!(
+                "failed election to renew leadership on lease {}",
+                config.name
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The `leaderElection` health check of a component (upstream's `HealthzAdaptor`): made
+/// before the elector (the endpoint serves first), healthy until one is attached with
+/// [`LeaderElector::watch_dog`], then [`watchdog_verdict`] over what it observes.
+#[derive(Clone, Default)]
+pub struct LeaderHealth(Arc<OnceLock<Watched>>);
+
+struct Watched {
+    config: LeaderElectionConfig,
+    observed: watch::Receiver<Option<Observation>>,
+}
+
+impl fmt::Debug for LeaderHealth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("LeaderHealth")
+            .field(&self.0.get().map(|w| w.config.describe()))
+            .finish()
+    }
+}
+
+impl LeaderHealth {
+    /// The check's verdict now.
+    pub fn check(&self) -> Result<(), String> {
+        self.check_at(Instant::now())
+    }
+
+    /// The check's verdict at `now`.
+    pub fn check_at(&self, now: Instant) -> Result<(), String> {
+        match self.0.get() {
+            None => Ok(()),
+            Some(w) => watchdog_verdict(
+                w.observed.borrow().as_ref(),
+                &w.config,
+                WATCHDOG_TOLERANCE,
+                now,
+            ),
+        }
+    }
+}
+
 /// Handed to the leader's work: fires when leadership ends (lost, or the elector is
 /// shutting down). Await it (`lost.await`, or `lost.wait()` in a `select!`); clones fire
 /// together.
@@ -649,6 +716,8 @@ pub struct LeaderElector {
     lease: Option<Lease>,
     leading: watch::Sender<bool>,
     leader: watch::Sender<String>,
+    /// Every observation, for the watchdog.
+    observations: watch::Sender<Option<Observation>>,
 }
 
 impl fmt::Debug for LeaderElector {
@@ -679,6 +748,7 @@ impl LeaderElector {
             lease: None,
             leading: watch::channel(false).0,
             leader: watch::channel(String::new()).0,
+            observations: watch::channel(None).0,
         })
     }
 
@@ -697,6 +767,15 @@ impl LeaderElector {
     /// when the lease was released).
     pub fn observed_leader(&self) -> watch::Receiver<String> {
         self.leader.subscribe()
+    }
+
+    /// Makes `health` report on this candidate (upstream's `WatchDog` of the elector's
+    /// config); a check attached to an elector already keeps its first.
+    pub fn watch_dog(&self, health: &LeaderHealth) {
+        let _ = health.0.set(Watched {
+            config: self.config.clone(),
+            observed: self.observations.subscribe(),
+        });
     }
 
     /// Campaigns until this candidate leads, then runs `on_started_leading`'s work while
@@ -730,6 +809,7 @@ impl LeaderElector {
         }
         tracing::info!(%lock, identity = %self.config.identity, "successfully acquired lease");
         self.leading.send_replace(true);
+        crate::metrics::leader_status(&self.config.name, true);
 
         let (lost_tx, lost_rx) = watch::channel(false);
         let mut work = pin!(on_started_leading(LeadershipLost(lost_rx)));
@@ -748,6 +828,7 @@ impl LeaderElector {
             }
         };
         self.leading.send_replace(false);
+        crate::metrics::leader_status(&self.config.name, false);
         lost_tx.send_replace(true);
         match stop {
             Stop::Lost => tracing::info!(%lock, "failed to renew lease; leadership lost"),
@@ -821,8 +902,9 @@ impl LeaderElector {
         self.report_leader();
     }
 
-    /// `maybeReportTransition`.
+    /// `maybeReportTransition`, and the observation handed to the watchdog.
     fn report_leader(&self) {
+        self.observations.send_replace(self.observed.clone());
         let holder = self
             .observed
             .as_ref()
@@ -903,6 +985,7 @@ impl LeaderElector {
             now,
             (self.clock)(),
         );
+        let renewing = matches!(decision, Decision::Renew(_));
         let (record, write) = match decision {
             Decision::Wait { holder, expires } => {
                 tracing::debug!(
@@ -924,6 +1007,10 @@ impl LeaderElector {
                 (record, created)
             }
             Decision::Renew(record) | Decision::TakeOver(record) => {
+                if renewing {
+                    // The leader renewing past the fast path (client-go counts it so).
+                    crate::metrics::leader_slowpath(&self.config.name);
+                }
                 let Some(base) = &self.lease else {
                     return false;
                 };

@@ -5,6 +5,10 @@
 //! `workqueue_unfinished_work_seconds`, `workqueue_longest_running_processor_seconds`,
 //! `workqueue_retries_total`, each labelled with the queue's `name`).
 //!
+//! Leader election reports client-go's `leader_election_master_status` (1 while leading,
+//! 0 otherwise) and `leader_election_slowpath_total` per lease name
+//! ([`render_leader_election`]).
+//!
 //! As upstream's legacy registry, the work queues' series are process-wide: a queue made
 //! with [`crate::workqueue::WorkQueue::named`] counts into the series of its name, which
 //! outlive it, and [`render_workqueues`] prints them all. Queues of one name (two
@@ -139,6 +143,67 @@ static QUEUES: LazyLock<Mutex<BTreeMap<String, Arc<QueueSeries>>>> =
 /// The series of queue `name`, made on first use.
 pub(crate) fn queue_series(name: &str) -> Arc<QueueSeries> {
     Arc::clone(lock(&QUEUES).entry(name.to_string()).or_default())
+}
+
+/// Leader election's series of one lease name.
+#[derive(Clone, Copy, Debug, Default)]
+struct LeaderSeries {
+    leading: bool,
+    slowpath: u64,
+}
+
+static LEADERS: LazyLock<Mutex<BTreeMap<String, LeaderSeries>>> = LazyLock::new(Default::default);
+
+/// Whether this process leads the lease `name` (a candidate reports `false` from when it
+/// campaigns).
+pub(crate) fn leader_status(name: &str, leading: bool) {
+    lock(&LEADERS).entry(name.to_string()).or_default().leading = leading;
+}
+
+/// The leader renewed `name` through the slow path (the optimistic update failed).
+pub(crate) fn leader_slowpath(name: &str) {
+    lock(&LEADERS).entry(name.to_string()).or_default().slowpath += 1;
+}
+
+/// Leader election's metrics: of the lease `only` names, else of every lease this process
+/// has led.
+pub fn render_leader_election(only: Option<&str>) -> String {
+    let leaders: BTreeMap<String, LeaderSeries> = lock(&LEADERS)
+        .iter()
+        .filter(|(name, _)| only.is_none_or(|o| o == name.as_str()))
+        .map(|(name, s)| (name.clone(), *s))
+        .collect();
+    let mut out = String::new();
+    if leaders.is_empty() {
+        return out;
+    }
+    header(
+        &mut out,
+        "leader_election_master_status",
+        "gauge",
+        "[ALPHA] Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.",
+    );
+    for (name, s) in &leaders {
+        out.push_str(&format!(
+            "leader_election_master_status{{name=\"{}\"}} {}\n",
+            label_value(name),
+            u8::from(s.leading)
+        ));
+    }
+    header(
+        &mut out,
+        "leader_election_slowpath_total",
+        "counter",
+        "[ALPHA] Total number of slow path exercised in renewing leader leases. 'name' is the string used to identify the lease. Please make sure to group by name.",
+    );
+    for (name, s) in &leaders {
+        out.push_str(&format!(
+            "leader_election_slowpath_total{{name=\"{}\"}} {}\n",
+            label_value(name),
+            s.slowpath
+        ));
+    }
+    out
 }
 
 /// The work queues' metrics, every named queue of the process.
@@ -281,6 +346,30 @@ mod tests {
             bare,
             "y_bucket{le=\"0.5\"} 0\ny_bucket{le=\"+Inf\"} 0\ny_sum 0\ny_count 0\n"
         );
+    }
+
+    #[test]
+    fn leader_election_reports_client_gos_series_per_lease() {
+        assert_eq!(render_leader_election(Some("metrics-test-none")), "");
+        leader_status("metrics-test-a", true);
+        leader_slowpath("metrics-test-a");
+        leader_slowpath("metrics-test-a");
+        leader_status("metrics-test-b", true);
+        leader_status("metrics-test-b", false);
+        let a = render_leader_election(Some("metrics-test-a"));
+        assert_eq!(
+            a.lines()
+                .filter(|l| !l.starts_with('#'))
+                .collect::<Vec<_>>(),
+            [
+                "leader_election_master_status{name=\"metrics-test-a\"} 1",
+                "leader_election_slowpath_total{name=\"metrics-test-a\"} 2"
+            ]
+        );
+        assert!(a.starts_with("# HELP leader_election_master_status [ALPHA] Gauge of if"));
+        let all = render_leader_election(None);
+        assert!(all.contains("leader_election_master_status{name=\"metrics-test-b\"} 0\n"));
+        assert!(all.contains("leader_election_master_status{name=\"metrics-test-a\"} 1\n"));
     }
 
     #[test]

@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use api::status::{ApiError, Reason};
@@ -112,7 +112,10 @@ pub type TokenVerdict = Result<Option<User>, String>;
 
 /// Token and authorization reviews through the API server, with caches.
 pub struct Reviewer {
-    client: kube::Client,
+    /// Makes the `TokenReview`s.
+    authn: kube::Client,
+    /// Makes the `SubjectAccessReview`s.
+    authz: kube::Client,
     tokens: Mutex<HashMap<String, (Instant, TokenVerdict)>>,
     decisions: Mutex<HashMap<DecisionKey, (Instant, bool)>>,
 }
@@ -124,9 +127,17 @@ const DENIED_TTL: Duration = Duration::from_secs(30);
 const CACHE_LIMIT: usize = 10_000;
 
 impl Reviewer {
+    /// Reviews made by one client.
     pub fn new(client: kube::Client) -> Reviewer {
+        Reviewer::with_clients(client.clone(), client)
+    }
+
+    /// Token reviews by `authn`, authorization reviews by `authz` (upstream's
+    /// `--authentication-kubeconfig` and `--authorization-kubeconfig`).
+    pub fn with_clients(authn: kube::Client, authz: kube::Client) -> Reviewer {
         Reviewer {
-            client,
+            authn,
+            authz,
             tokens: Mutex::new(HashMap::new()),
             decisions: Mutex::new(HashMap::new()),
         }
@@ -147,7 +158,7 @@ impl Reviewer {
             },
             ..Default::default()
         };
-        let api: kube::Api<TokenReview> = kube::Api::all(self.client.clone());
+        let api: kube::Api<TokenReview> = kube::Api::all(self.authn.clone());
         let user = match api.create(&PostParams::default(), &review).await {
             Ok(r) => match r.status {
                 Some(s) if s.authenticated == Some(true) => Ok(s.user.map(|u| User {
@@ -220,7 +231,7 @@ impl Reviewer {
             },
             ..Default::default()
         };
-        let api: kube::Api<SubjectAccessReview> = kube::Api::all(self.client.clone());
+        let api: kube::Api<SubjectAccessReview> = kube::Api::all(self.authz.clone());
         let allowed = match api.create(&PostParams::default(), &review).await {
             Ok(r) => r.status.is_some_and(|s| s.allowed),
             Err(e) => {
@@ -316,9 +327,84 @@ pub const ALWAYS_ALLOW_GROUPS: &[&str] = &[SYSTEM_PRIVILEGED_GROUP];
 pub struct Endpoints {
     /// The component's metrics in the Prometheus text format (`/metrics`).
     pub metrics: Arc<dyn Fn() -> String + Send + Sync>,
-    /// Whether `/livez` and `/readyz` are served besides `/healthz` (the scheduler serves
-    /// all three, the controller manager `/healthz` only, as upstream's).
-    pub livez_readyz: bool,
+    /// `/healthz`'s checks.
+    pub healthz: Checks,
+    /// `/livez`'s and `/readyz`'s when served (the scheduler serves all three, the
+    /// controller manager `/healthz` only, as upstream's).
+    pub livez_readyz: Option<(Checks, Checks)>,
+}
+
+/// A named health check, run each time its endpoint is read.
+#[derive(Clone)]
+pub struct Probe {
+    pub check: api::health::Check,
+    pub run: Arc<dyn Fn() -> Result<(), String> + Send + Sync>,
+}
+
+impl Probe {
+    pub fn new(
+        name: impl Into<String>,
+        run: impl Fn() -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        Probe {
+            check: api::health::Check::named(name),
+            run: Arc::new(run),
+        }
+    }
+
+    /// A check that always passes: it tells what runs (upstream's controller manager
+    /// lists each started controller so).
+    pub fn ping(name: impl Into<String>) -> Self {
+        Probe::new(name, || Ok(()))
+    }
+
+    /// The `shutdown` readiness check: fails once `stopping` is set.
+    pub fn shutdown(stopping: Arc<std::sync::atomic::AtomicBool>) -> Self {
+        Probe::new(api::health::SHUTDOWN, move || {
+            if stopping.load(std::sync::atomic::Ordering::SeqCst) {
+                Err("process is shutting down".into())
+            } else {
+                Ok(())
+            }
+        })
+    }
+
+    /// The `leaderElection` check.
+    pub fn leader_election(health: crate::leaderelection::LeaderHealth) -> Self {
+        Probe::new(api::health::LEADER_ELECTION, move || health.check())
+    }
+}
+
+/// An endpoint's checks; more may be added while it serves (the controller manager adds
+/// each controller's once it leads). None: `ping` alone, as upstream's.
+#[derive(Clone, Default)]
+pub struct Checks(Arc<Mutex<Vec<Probe>>>);
+
+impl Checks {
+    pub fn new(probes: impl IntoIterator<Item = Probe>) -> Self {
+        Checks(Arc::new(Mutex::new(probes.into_iter().collect())))
+    }
+
+    /// Adds `probe`, unless one of its name is there.
+    pub fn add(&self, probe: Probe) {
+        let mut probes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if !probes.iter().any(|p| p.check.name == probe.check.name) {
+            probes.push(probe);
+        }
+    }
+
+    fn snapshot(&self) -> Vec<Probe> {
+        let probes = self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if probes.is_empty() {
+            vec![Probe::ping(api::health::PING)]
+        } else {
+            probes
+        }
+    }
 }
 
 /// A response body: whole, or streamed (the kubelet's logs).
@@ -483,33 +569,57 @@ async fn handle<B>(
         ));
     }
     const TEXT: &str = "text/plain; charset=utf-8";
-    match path {
-        "/healthz" => respond(StatusCode::OK, TEXT, health(req)),
-        "/livez" | "/readyz" if endpoints.livez_readyz => {
-            respond(StatusCode::OK, TEXT, health(req))
-        }
-        "/metrics" => respond(
+    if path == "/metrics" {
+        return respond(
             StatusCode::OK,
             "text/plain; version=0.0.4; charset=utf-8",
             (endpoints.metrics)(),
-        ),
-        _ => respond(StatusCode::NOT_FOUND, TEXT, "404 page not found\n"),
+        );
+    }
+    match health(endpoints, path, req.uri().query().unwrap_or("")).await {
+        Some(answer) => {
+            let code =
+                StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            respond(code, TEXT, answer.body)
+        }
+        None => respond(StatusCode::NOT_FOUND, TEXT, "404 page not found\n"),
     }
 }
 
-/// A health answer: `ok`, or with `?verbose` the checks, as upstream's `healthz` prints
-/// them.
-fn health<B>(req: &Request<B>) -> String {
-    let verbose = req.uri().query().is_some_and(|q| {
-        q.split('&')
-            .any(|p| p == "verbose" || p.starts_with("verbose="))
-    });
-    if verbose {
-        let what = req.uri().path().trim_start_matches('/');
-        format!("[+]ping ok\n{what} check passed\n")
+/// The answer of a health endpoint (`/healthz`, or one check as `/healthz/<name>`);
+/// `None` for a path that is none. Failures are logged with their reasons.
+async fn health(endpoints: &Endpoints, path: &str, query: &str) -> Option<api::health::Answer> {
+    let served: &[&str] = if endpoints.livez_readyz.is_some() {
+        &["healthz", "livez", "readyz"]
     } else {
-        "ok".into()
+        &["healthz"]
+    };
+    let (name, one) = api::health::route(path, served)?;
+    let checks = match (&endpoints.livez_readyz, name) {
+        (Some((livez, _)), "livez") => livez,
+        (Some((_, readyz)), "readyz") => readyz,
+        _ => &endpoints.healthz,
     }
+    .snapshot();
+    let answer = match one {
+        None => {
+            let pairs: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes())
+                .into_owned()
+                .collect();
+            let query =
+                api::health::Query::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+            let list: Vec<api::health::Check> = checks.iter().map(|p| p.check.clone()).collect();
+            api::health::answer(name, &list, &query, |i| {
+                std::future::ready((checks[i].run)())
+            })
+            .await
+        }
+        Some(one) => api::health::single((checks.iter().find(|p| p.check.name == one)?.run)()),
+    };
+    if let Some(log) = &answer.log {
+        tracing::info!(endpoint = name, failed = %log.trim_end(), "health check failed");
+    }
+    Some(answer)
 }
 
 #[cfg(test)]
@@ -553,7 +663,7 @@ mod tests {
     }
 
     #[test]
-    fn bearer_tokens_and_health_answers() {
+    fn bearer_tokens_and_users_from_certificates() {
         let req = |auth: Option<&str>, uri: &str| {
             let mut b = Request::builder().uri(uri);
             if let Some(a) = auth {
@@ -566,11 +676,6 @@ mod tests {
         assert_eq!(bearer(&req(Some("Basic YTpi"), "/")), None);
         assert_eq!(bearer(&req(Some("Bearer  "), "/")), None);
         assert_eq!(bearer(&req(None, "/")), None);
-        assert_eq!(health(&req(None, "/healthz")), "ok");
-        assert_eq!(
-            health(&req(None, "/readyz?verbose")),
-            "[+]ping ok\nreadyz check passed\n"
-        );
         let user = user_from_cert(
             &CertificateDer::from_pem_slice(
                 self_signed(&["x".into()], &[], "system:kube-scheduler")
@@ -582,5 +687,79 @@ mod tests {
         )
         .unwrap();
         assert_eq!(user.name, "system:kube-scheduler");
+    }
+
+    #[tokio::test]
+    async fn health_endpoints_run_their_checks_each_also_alone() {
+        let failing = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let f = Arc::clone(&failing);
+        let readyz = Checks::new([
+            Probe::ping(api::health::SHUTDOWN),
+            Probe::new("sched-handler-sync", move || {
+                if f.load(std::sync::atomic::Ordering::SeqCst) {
+                    Err("handlers are not fully synchronized".into())
+                } else {
+                    Ok(())
+                }
+            }),
+        ]);
+        let endpoints = Endpoints {
+            metrics: Arc::new(String::new),
+            healthz: Checks::default(),
+            livez_readyz: Some((Checks::default(), readyz)),
+        };
+        let get = |path: &'static str, query: &'static str| {
+            let endpoints = endpoints.clone();
+            async move {
+                health(&endpoints, path, query)
+                    .await
+                    .map(|a| (a.status, a.body))
+            }
+        };
+        assert_eq!(get("/healthz", "").await, Some((200, "ok".into())));
+        assert_eq!(
+            get("/healthz", "verbose").await,
+            Some((200, "[+]ping ok\nhealthz check passed\n".into()))
+        );
+        assert_eq!(get("/healthz/ping", "").await, Some((200, "ok".into())));
+        assert_eq!(get("/livez", "").await, Some((200, "ok".into())));
+        assert_eq!(get("/metrics", "").await, None);
+        assert_eq!(get("/readyz/nope", "").await, None);
+        failing.store(true, std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(
+            get("/readyz", "").await,
+            Some((
+                500,
+                "[+]shutdown ok\n[-]sched-handler-sync failed: reason withheld\nreadyz check failed\n"
+                    .into()
+            ))
+        );
+        assert_eq!(
+            get("/readyz/sched-handler-sync", "").await,
+            Some((
+                500,
+                "internal server error: handlers are not fully synchronized\n".into()
+            ))
+        );
+        assert_eq!(
+            get("/readyz", "exclude=sched-handler-sync").await,
+            Some((200, "ok".into()))
+        );
+        // Checks added while serving are run; a name already there is not added twice.
+        endpoints.healthz.add(Probe::ping("deployment-controller"));
+        endpoints.healthz.add(Probe::ping("deployment-controller"));
+        assert_eq!(
+            get("/healthz", "verbose").await,
+            Some((
+                200,
+                "[+]deployment-controller ok\nhealthz check passed\n".into()
+            ))
+        );
+        // The controller manager serves /healthz alone.
+        let cm = Endpoints {
+            livez_readyz: None,
+            ..endpoints.clone()
+        };
+        assert!(health(&cm, "/readyz", "").await.is_none());
     }
 }

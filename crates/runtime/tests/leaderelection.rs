@@ -12,7 +12,8 @@ use std::time::Duration;
 use jiff::{SignedDuration, Timestamp};
 use runtime::leaderelection::{
     Clock, DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD, FakeLeaseClient,
-    JITTER_FACTOR, LeaderElectionConfig, LeaderElector, LeadershipLost, RunOutcome,
+    JITTER_FACTOR, LeaderElectionConfig, LeaderElector, LeaderHealth, LeadershipLost, RunOutcome,
+    WATCHDOG_TOLERANCE,
 };
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
@@ -323,4 +324,90 @@ async fn candidate_shut_down_before_leading_leaves_the_lease_alone() {
     assert!(a.is_leading());
     assert_eq!(log.entries(), vec!["a started"]);
     assert_eq!(a.stop().await, RunOutcome::Shutdown { released: true });
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_watchdog_fails_a_holder_that_stopped_renewing_and_never_a_standby() {
+    let fake = FakeLeaseClient::new();
+    let a_link = fake.connection();
+    let a_health = LeaderHealth::default();
+    let b_health = LeaderHealth::default();
+    // Before an elector is attached, the check passes (the endpoint serves first).
+    assert_eq!(a_health.check(), Ok(()));
+
+    let a = LeaderElector::new(
+        LeaderElectionConfig::new(NAMESPACE, NAME, "a"),
+        a_link.clone(),
+        clock(),
+    )
+    .unwrap();
+    a.watch_dog(&a_health);
+    let mut a_leading = a.leading();
+    let a_run = tokio::spawn(a.run(std::future::pending(), |lost| async move { lost.await }));
+    a_leading.wait_for(|l| *l).await.unwrap();
+    let b = LeaderElector::new(
+        LeaderElectionConfig::new(NAMESPACE, NAME, "b"),
+        fake.connection(),
+        clock(),
+    )
+    .unwrap();
+    b.watch_dog(&b_health);
+    let b_run = tokio::spawn(b.run(std::future::pending(), |lost| async move { lost.await }));
+
+    // Renewing, the leader stays healthy however long it leads; the standby too.
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    assert_eq!(a_health.check(), Ok(()));
+    assert_eq!(b_health.check(), Ok(()));
+    // client-go's metrics: leading, and no renewal past the fast path yet; one whose
+    // optimistic update fails renews through the slow path and is counted.
+    let metrics = || runtime::metrics::render_leader_election(Some(NAME));
+    assert!(
+        metrics().contains(&format!(
+            "leader_election_master_status{{name=\"{NAME}\"}} 1\n"
+        )) && metrics().ends_with(&format!(
+            "leader_election_slowpath_total{{name=\"{NAME}\"}} 0\n"
+        )),
+        "{}",
+        metrics()
+    );
+    a_link.fail_next(runtime::Error::Transport("optimistic update lost".into()));
+    tokio::time::sleep(DEFAULT_RETRY_PERIOD * 2).await;
+    assert!(
+        metrics().ends_with(&format!(
+            "leader_election_slowpath_total{{name=\"{NAME}\"}} 1\n"
+        )),
+        "{}",
+        metrics()
+    );
+
+    // Cut off, the leader's last observation still names it; past the lease duration
+    // plus the tolerance it is unhealthy (upstream's process would have exited; one
+    // that did not is stuck).
+    a_link.set_reachable(false);
+    let cut = Instant::now();
+    assert_eq!(a_run.await.unwrap(), RunOutcome::Lost { released: false });
+    // b campaigns from the same process (one registry): the gauge says no one here leads.
+    assert!(
+        metrics().contains(&format!(
+            "leader_election_master_status{{name=\"{NAME}\"}} 0\n"
+        )),
+        "{}",
+        metrics()
+    );
+    let limit = DEFAULT_LEASE_DURATION + WATCHDOG_TOLERANCE;
+    assert_eq!(
+        a_health.check_at(cut + limit - DEFAULT_RETRY_PERIOD - Duration::from_secs(1)),
+        Ok(())
+    );
+    assert_eq!(
+        a_health.check_at(cut + limit + Duration::from_secs(1)),
+        Err(format!(
+            "failed election to renew leadership on lease {NAME}"
+        ))
+    );
+    // The standby took over and renews: healthy.
+    tokio::time::sleep(limit + Duration::from_secs(1)).await;
+    assert_eq!(holder(&fake), "b");
+    assert_eq!(b_health.check(), Ok(()));
+    b_run.abort();
 }

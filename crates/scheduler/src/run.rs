@@ -20,7 +20,7 @@ use kube::{Client, Resource};
 use runtime::events::{EventType, Recorder};
 use runtime::leanmeta::LeanPod;
 use serde_json::json;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::{Notify, Semaphore, watch};
 
 use crate::cache::Cache;
 use crate::framework::{Algorithm, Profile};
@@ -55,9 +55,33 @@ pub struct Scheduler {
     recorder: Recorder,
     binds: Arc<Semaphore>,
     metrics: Arc<crate::metrics::Metrics>,
+    /// The watches whose first list is not handled yet; nothing is scheduled before all
+    /// are (upstream's `WaitForHandlersSync`), lest a pod be placed on a node whose bound
+    /// pods are not counted yet.
+    unsynced: watch::Sender<usize>,
 }
 
 impl Scheduler {
+    /// Starts scheduling (once leading, for a scheduler under leader election), after
+    /// every watch's first list has been handled; the watches run from [`start`], so a
+    /// standby's caches are warm when it takes over.
+    pub fn run(self: &Arc<Self>) {
+        let s = Arc::clone(self);
+        tokio::spawn(async move {
+            let mut unsynced = s.unsynced.subscribe();
+            if unsynced.wait_for(|n| *n == 0).await.is_ok() {
+                tracing::debug!("handlers synced");
+                schedule_loop(s).await;
+            }
+        });
+    }
+
+    /// Whether every watch's first list has been handled (upstream's
+    /// `sched-handler-sync` readiness check).
+    pub fn handlers_synced(&self) -> bool {
+        *self.unsynced.borrow() == 0
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         match self.state.lock() {
             Ok(g) => g,
@@ -78,7 +102,7 @@ fn object_ref(pod: &PodInfo) -> ObjectReference {
     }
 }
 
-/// Starts the scheduler with `profiles`; returns once the loops are spawned.
+/// Starts the scheduler's watches with `profiles`; [`Scheduler::run`] starts scheduling.
 pub fn start(
     client: Client,
     profiles: Vec<Profile>,
@@ -104,6 +128,7 @@ pub fn start(
         recorder,
         binds: Arc::new(Semaphore::new(PARALLEL_BINDS)),
         metrics,
+        unsynced: watch::channel(0).0,
     });
     spawn_watch(
         Arc::clone(&sched),
@@ -164,8 +189,6 @@ pub fn start(
         on_pdb,
     );
     let s = Arc::clone(&sched);
-    tokio::spawn(async move { schedule_loop(s).await });
-    let s = Arc::clone(&sched);
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(30));
         loop {
@@ -190,7 +213,9 @@ where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
     F: Fn(&Scheduler, Change<K>) + Send + 'static,
 {
+    sched.unsynced.send_modify(|n| *n += 1);
     tokio::spawn(async move {
+        let mut synced = false;
         // Backing off after errors: retried at once, a watch of a server that is down spins
         // and never yields to the runtime.
         let mut stream = std::pin::pin!(watcher(api, watcher::Config::default()).default_backoff());
@@ -204,6 +229,10 @@ where
                 }
                 Ok(watcher::Event::InitDone) => {
                     handle(&sched, Change::Relisted(std::mem::take(&mut seen)));
+                    if !synced {
+                        synced = true;
+                        sched.unsynced.send_modify(|n| *n = n.saturating_sub(1));
+                    }
                 }
                 Ok(watcher::Event::Apply(o)) => handle(&sched, Change::Apply(o)),
                 Ok(watcher::Event::Delete(o)) => handle(&sched, Change::Delete(o)),

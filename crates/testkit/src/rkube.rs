@@ -63,6 +63,20 @@ pub fn rkube_binary() -> PathBuf {
     .clone()
 }
 
+/// `--controller-manager-secure-port 0` and `--scheduler-secure-port 0` but for those
+/// `extra` sets: servers of tests run side by side, and only a test about these endpoints
+/// gives them (free) ports.
+fn endpoints_off<S: AsRef<str>>(extra: &[S]) -> Vec<&'static str> {
+    [
+        "--controller-manager-secure-port",
+        "--scheduler-secure-port",
+    ]
+    .into_iter()
+    .filter(|flag| !extra.iter().any(|a| a.as_ref().starts_with(flag)))
+    .flat_map(|flag| [flag, "0"])
+    .collect()
+}
+
 /// Runs `rkube server` with `extra` flags that must stop it at start-up (a fresh data dir,
 /// a free port) and returns its stderr.
 pub fn server_start_error(extra: &[&str]) -> String {
@@ -78,6 +92,7 @@ pub fn server_start_error(extra: &[&str]) -> String {
             "127.0.0.1",
             "--disable-agent",
         ])
+        .args(endpoints_off(extra))
         .args(extra)
         .output()
         .unwrap_or_else(|e| panic!("cannot run rkube: {e}"));
@@ -178,6 +193,11 @@ impl RkubeServer {
     }
 
     fn spawn(&mut self) {
+        self.spawn_process();
+        self.wait_for("/readyz");
+    }
+
+    fn spawn_process(&mut self) {
         let data = self.dir.path().join("data");
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -196,6 +216,7 @@ impl RkubeServer {
                 "127.0.0.1",
             ])
             .args((!self.agent).then_some("--disable-agent"))
+            .args(endpoints_off(&self.extra))
             .args(&self.extra)
             .env(
                 "RUST_LOG",
@@ -209,10 +230,11 @@ impl RkubeServer {
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start rkube: {e}"));
         self.child = Some(child);
-        self.wait_ready();
     }
 
-    fn wait_ready(&mut self) {
+    /// Waits until `path` (`/readyz`, `/livez`) answers and the default namespace is set
+    /// up.
+    fn wait_for(&mut self, path: &str) {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if let Some(c) = self.child.as_mut()
@@ -221,13 +243,16 @@ impl RkubeServer {
                 panic!("rkube server exited with {status}:\n{}", self.log_tail());
             }
             if self.kubeconfig.exists() {
-                let out = self.kubectl(&["get", "--raw", "/readyz"]);
+                let out = self.kubectl(&["get", "--raw", path]);
                 if out.status.success() && self.namespace_defaults_ready() {
                     return;
                 }
             }
             if Instant::now() > deadline {
-                panic!("rkube server not ready after 60s:\n{}", self.log_tail());
+                panic!(
+                    "rkube server: {path} failing after 60s:\n{}",
+                    self.log_tail()
+                );
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -281,6 +306,14 @@ impl RkubeServer {
     pub fn restart(&mut self) {
         self.kill();
         self.spawn();
+    }
+
+    /// Kills the server and starts it again, waiting only until it is live (`/livez`):
+    /// for a server expected not to become ready.
+    pub fn restart_live(&mut self) {
+        self.kill();
+        self.spawn_process();
+        self.wait_for("/livez");
     }
 
     /// Stops the server with SIGTERM (the agent stops its containerd; pods keep running)

@@ -7,7 +7,6 @@ mod read;
 mod write;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use api::ApiError;
@@ -37,7 +36,8 @@ pub struct Server {
     pub server_address: String,
     pub metrics: Metrics,
     pub openapi: OpenApi,
-    pub ready: AtomicBool,
+    /// What the health endpoints check.
+    pub health: Arc<crate::health::Health>,
     /// Non-watch requests fail with 504 after this long.
     pub request_timeout: Duration,
     /// Watches without `timeoutSeconds` last between this and twice this.
@@ -544,23 +544,10 @@ impl Server {
             .unwrap_or("")
             .to_string();
         let path = info.path.trim_end_matches('/');
+        if let Some((name, one)) = api::health::route(&info.path, &["healthz", "livez", "readyz"]) {
+            return self.health(name, one, &query).await;
+        }
         match path {
-            "/healthz" | "/livez" | "/readyz" | "/healthz/ping" | "/livez/ping"
-            | "/readyz/ping" => {
-                if path.starts_with("/readyz") && !self.ready.load(Ordering::SeqCst) {
-                    return text_response(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        "[-]informer-sync failed: not ready\nreadyz check failed\n",
-                    );
-                }
-                if query.get("verbose").is_some() {
-                    return text_response(
-                        StatusCode::OK,
-                        "[+]ping ok\n[+]etcd ok\n[+]informer-sync ok\nhealthz check passed\n",
-                    );
-                }
-                text_response(StatusCode::OK, "ok")
-            }
             "/version" => json_value(StatusCode::OK, &version_info()),
             "/metrics" => {
                 let mut r = Response::new(crate::http::full(self.metrics.render(&self.registry)));
@@ -578,6 +565,32 @@ impl Server {
             }
             p => self.group_discovery(p),
         }
+    }
+
+    /// A health endpoint's answer (`/readyz`), or one check's (`/readyz/etcd`).
+    async fn health(&self, name: &str, one: Option<&str>, query: &Query) -> Response<Body> {
+        let checks = crate::health::Health::checks(name);
+        let store = self.registry.store.as_ref();
+        let answer = match one {
+            None => {
+                let q = api::health::Query::from_pairs(
+                    query.0.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+                );
+                api::health::answer(name, &checks, &q, |i| {
+                    self.health.run(&checks[i].name, store)
+                })
+                .await
+            }
+            Some(one) if checks.iter().any(|c| c.name == one) => {
+                api::health::single(self.health.run(one, store).await)
+            }
+            Some(_) => return text_response(StatusCode::NOT_FOUND, "404 page not found\n"),
+        };
+        if let Some(log) = &answer.log {
+            tracing::info!(endpoint = name, failed = %log.trim_end(), "health check failed");
+        }
+        let code = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        text_response(code, answer.body)
     }
 
     fn root_paths(&self) -> Value {

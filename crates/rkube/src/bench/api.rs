@@ -241,6 +241,7 @@ pub(super) fn spawn_server_with(extra: &[&str]) -> anyhow::Result<Spawned> {
         ])
         .arg("--data-dir")
         .arg(&data)
+        .args(super::COMPONENT_ENDPOINTS_OFF)
         .args(extra)
         .env("RUST_LOG", "warn")
         .stdout(std::process::Stdio::null())

@@ -14,6 +14,15 @@ use std::time::Duration;
 
 use clap::Subcommand;
 
+/// `rkube server` flags that keep its in-process components off their fixed ports (10257,
+/// 10259), so a bench runs beside a cluster on the same machine.
+const COMPONENT_ENDPOINTS_OFF: [&str; 4] = [
+    "--controller-manager-secure-port",
+    "0",
+    "--scheduler-secure-port",
+    "0",
+];
+
 #[derive(Subcommand, Debug)]
 pub enum Bench {
     /// Storage backends: writes, reads, lists and watch delivery.

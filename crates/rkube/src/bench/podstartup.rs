@@ -170,6 +170,7 @@ fn spawn_node_server(
         .args(["--bind-address", "127.0.0.1"])
         .args(["--node-name", &node])
         .args(["--kubelet-port", &kubelet_port.to_string()])
+        .args(super::COMPONENT_ENDPOINTS_OFF)
         .args(["--node-ip", "127.0.0.1"])
         .args(["--cluster-cidr", cidr])
         .args(["--registry-mirror", &format!("docker.io=http://{registry}")])

@@ -41,6 +41,29 @@ pub struct ServingArgs {
     /// The serving certificate's key (PEM).
     #[arg(long, requires = "tls_cert_file")]
     pub tls_private_key_file: Option<PathBuf>,
+    /// The kubeconfig whose identity reviews callers' tokens (`TokenReview`) and reads
+    /// the client CA (default: `--kubeconfig`'s).
+    #[arg(long)]
+    pub authentication_kubeconfig: Option<PathBuf>,
+    /// The kubeconfig whose identity asks the API server whether a caller may read a
+    /// path (`SubjectAccessReview`; default: `--kubeconfig`'s).
+    #[arg(long)]
+    pub authorization_kubeconfig: Option<PathBuf>,
+}
+
+impl ServingArgs {
+    /// A component inside `rkube server`: on `port` of 127.0.0.1 (as k3s binds its
+    /// components), with a self-signed certificate.
+    pub fn loopback(port: u16) -> Self {
+        ServingArgs {
+            secure_port: Some(port),
+            bind_address: std::net::IpAddr::from([127, 0, 0, 1]),
+            tls_cert_file: None,
+            tls_private_key_file: None,
+            authentication_kubeconfig: None,
+            authorization_kubeconfig: None,
+        }
+    }
 }
 
 /// The controller manager's options (also flags of `rkube server`).
@@ -174,7 +197,8 @@ fn host_name() -> String {
         .unwrap_or_else(|| "localhost".into())
 }
 
-/// Starts the scheduler with the identity of `source`'s kubeconfig.
+/// Starts the scheduler's watches with the identity of `source`'s kubeconfig; it
+/// schedules from [`scheduler::run::Scheduler::run`].
 pub async fn start_scheduler(
     source: &ClientSource,
     profiles: Vec<scheduler::framework::Profile>,
@@ -187,9 +211,63 @@ pub async fn start_scheduler(
     );
     let names: Vec<String> = profiles.iter().map(|p| p.scheduler_name.clone()).collect();
     let s = scheduler::run::start(client, profiles, recorder, metrics)?;
-    tracing::info!(profiles = ?names, "scheduler started");
+    tracing::info!(profiles = ?names, "scheduler watching the cluster");
     Ok(s)
 }
+
+/// What a component's health checks read: its leader election (upstream's
+/// `leaderElection`), whether it is shutting down (`shutdown`), and, for the scheduler
+/// once started, whether its handlers have synced (`sched-handler-sync`).
+#[derive(Clone, Default)]
+pub struct Health {
+    pub leader: runtime::leaderelection::LeaderHealth,
+    stopping: Arc<std::sync::atomic::AtomicBool>,
+    scheduler: Arc<std::sync::OnceLock<Arc<scheduler::run::Scheduler>>>,
+}
+
+impl Health {
+    /// `shutdown` made to also fail the `shutdown` check once it fired.
+    pub fn watch_shutdown(
+        &self,
+        shutdown: impl std::future::Future<Output = ()> + Send,
+    ) -> impl std::future::Future<Output = ()> + Send {
+        let stopping = Arc::clone(&self.stopping);
+        async move {
+            shutdown.await;
+            stopping.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    pub fn leader_checks(&self, leader_elect: bool) -> Vec<runtime::serving::Probe> {
+        leader_elect
+            .then(|| runtime::serving::Probe::leader_election(self.leader.clone()))
+            .into_iter()
+            .collect()
+    }
+
+    /// The scheduler's endpoints' checks, as upstream's: `/healthz` the leader election
+    /// (else `ping`), `/livez` `ping`, `/readyz` the leader election, `shutdown` and
+    /// `sched-handler-sync`.
+    pub fn scheduler_checks(&self, leader_elect: bool) -> (Checks, Option<(Checks, Checks)>) {
+        use runtime::serving::Probe;
+        let sched = Arc::clone(&self.scheduler);
+        let mut readyz = self.leader_checks(leader_elect);
+        readyz.push(Probe::shutdown(Arc::clone(&self.stopping)));
+        readyz.push(Probe::new("sched-handler-sync", move || {
+            if sched.get().is_some_and(|s| s.handlers_synced()) {
+                Ok(())
+            } else {
+                Err("handlers are not fully synchronized".into())
+            }
+        }));
+        (
+            Checks::new(self.leader_checks(leader_elect)),
+            Some((Checks::default(), Checks::new(readyz))),
+        )
+    }
+}
+
+use runtime::serving::Checks;
 
 /// The components' names, as upstream's: their clients' `User-Agent`s (hence the field
 /// managers of what they write) and their leader-election Leases.
@@ -202,22 +280,31 @@ pub async fn scheduler(args: SchedulerArgs) -> anyhow::Result<()> {
     let source = ClientSource::kubeconfig(args.kubeconfig).for_component(SCHEDULER);
     let metrics: Arc<scheduler::metrics::Metrics> = Arc::default();
     let rendered = Arc::clone(&metrics);
+    let health = Health::default();
+    let (healthz, livez_readyz) = health.scheduler_checks(args.leader_elect);
     let _serving = start_serving(
         &args.serving,
         SCHEDULER_PORT,
         &source,
         runtime::serving::Endpoints {
-            metrics: Arc::new(move || rendered.render() + &super::memory::render()),
-            livez_readyz: true,
+            metrics: Arc::new(move || {
+                rendered.render()
+                    + &runtime::metrics::render_leader_election(None)
+                    + &super::memory::render()
+            }),
+            healthz,
+            livez_readyz,
         },
     )
     .await?;
+    let shutdown = health.watch_shutdown(super::server::shutdown_signal());
     run_scheduler(
         &source,
         profiles,
         metrics,
         args.leader_elect,
-        super::server::shutdown_signal(),
+        shutdown,
+        &health,
     )
     .await
 }
@@ -227,20 +314,48 @@ pub const CONTROLLER_MANAGER_PORT: u16 = 10257;
 pub const SCHEDULER_PORT: u16 = 10259;
 
 /// Serves a component's `/healthz` and `/metrics` over HTTPS (unless `--secure-port 0`)
-/// for as long as the returned task lives: a self-signed certificate unless given one,
-/// client certificates of the cluster's client CA (read, as upstream, from
-/// `kube-system/extension-apiserver-authentication`), tokens and authorizations
-/// reviewed by the API server with the component's own identity.
+/// for as long as the returned task lives; see [`serve_endpoints`].
 async fn start_serving(
     args: &ServingArgs,
     default_port: u16,
     source: &ClientSource,
     endpoints: runtime::serving::Endpoints,
 ) -> anyhow::Result<Option<AbortOnDrop>> {
+    match bind_endpoint(args, default_port)? {
+        Some(listener) => Ok(Some(
+            serve_endpoints(listener, args, source, endpoints).await?,
+        )),
+        None => Ok(None),
+    }
+}
+
+/// The listener of a component's endpoint (`None` with `--secure-port 0`), bound before
+/// anything starts so a port in use stops the start-up, saying which.
+pub fn bind_endpoint(
+    args: &ServingArgs,
+    default_port: u16,
+) -> anyhow::Result<Option<std::net::TcpListener>> {
     let port = args.secure_port.unwrap_or(default_port);
     if port == 0 {
         return Ok(None);
     }
+    let addr = std::net::SocketAddr::new(args.bind_address, port);
+    let listener = std::net::TcpListener::bind(addr)
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        .with_context(|| format!("failed to listen on {addr} (--secure-port, --bind-address)"))?;
+    Ok(Some(listener))
+}
+
+/// Serves `endpoints` on `listener` for as long as the returned task lives: a self-signed
+/// certificate unless given one, client certificates of the cluster's client CA (read,
+/// as upstream, from `kube-system/extension-apiserver-authentication`), tokens and
+/// authorizations reviewed by the API server with the component's own identity.
+pub async fn serve_endpoints(
+    listener: std::net::TcpListener,
+    args: &ServingArgs,
+    source: &ClientSource,
+    endpoints: runtime::serving::Endpoints,
+) -> anyhow::Result<AbortOnDrop> {
     let (cert, key) = match (&args.tls_cert_file, &args.tls_private_key_file) {
         (Some(c), Some(k)) => (
             std::fs::read(c).with_context(|| format!("--tls-cert-file {}", c.display()))?,
@@ -255,17 +370,28 @@ async fn start_serving(
             (c.into_bytes(), k.into_bytes())
         }
     };
-    let addr = std::net::SocketAddr::new(args.bind_address, port);
-    let listener = tokio::net::TcpListener::bind(addr)
+    let addr = listener.local_addr()?;
+    let listener = tokio::net::TcpListener::from_std(listener)
+        .with_context(|| format!("serving on {addr}"))?;
+    let client_of = |kubeconfig: &Option<PathBuf>| {
+        let source = match kubeconfig {
+            Some(path) => source.with_kubeconfig(path),
+            None => source.clone(),
+        };
+        async move { controllers::run::client_from(&source).await }
+    };
+    let authn = client_of(&args.authentication_kubeconfig)
         .await
-        .with_context(|| format!("failed to listen on {addr} (--secure-port, --bind-address)"))?;
-    let client = controllers::run::client_from(source).await?;
+        .context("--authentication-kubeconfig")?;
+    let authz = client_of(&args.authorization_kubeconfig)
+        .await
+        .context("--authorization-kubeconfig")?;
     const ALPN: &[&[u8]] = &[b"h2", b"http/1.1"];
     // Served at once, with client certificates accepted once the client CA is read (the
     // API server may not answer yet), as upstream's CA from a ConfigMap.
     let (tls_tx, tls) =
         tokio::sync::watch::channel(runtime::serving::tls_config(&cert, &key, None, ALPN)?);
-    let reader = client.clone();
+    let reader = authn.clone();
     let ca_task = tokio::spawn(async move {
         for attempt in 0.. {
             match client_ca(&reader).await {
@@ -290,7 +416,7 @@ async fn start_serving(
         }
     });
     tracing::info!(%addr, "serving /healthz and /metrics securely");
-    let reviewer = Arc::new(runtime::serving::Reviewer::new(client));
+    let reviewer = Arc::new(runtime::serving::Reviewer::with_clients(authn, authz));
     let serving = tokio::spawn(runtime::serving::serve(
         listener,
         tls,
@@ -298,7 +424,7 @@ async fn start_serving(
         endpoints,
         std::future::pending(),
     ));
-    Ok(Some(AbortOnDrop(vec![serving, ca_task])))
+    Ok(AbortOnDrop(vec![serving, ca_task]))
 }
 
 /// The cluster's client CA (PEM) as the API server publishes it for delegated
@@ -327,26 +453,38 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// The scheduler until `shutdown`, under leader election when `leader_elect`.
+/// The scheduler until `shutdown`, under leader election when `leader_elect`: its watches
+/// run from the start, so a standby is ready to take over with warm caches (as
+/// upstream's); it schedules only while leading.
 pub async fn run_scheduler(
     source: &ClientSource,
     profiles: Vec<scheduler::framework::Profile>,
     metrics: Arc<scheduler::metrics::Metrics>,
     leader_elect: bool,
     shutdown: impl std::future::Future<Output = ()> + Send,
+    health: &Health,
 ) -> anyhow::Result<()> {
+    let s = start_scheduler(source, profiles, metrics).await?;
+    let _ = health.scheduler.set(Arc::clone(&s));
+    let schedule = move || {
+        s.run();
+        tracing::info!("scheduler started");
+    };
     if !leader_elect {
-        let _s = start_scheduler(source, profiles, metrics).await?;
+        schedule();
         shutdown.await;
         return Ok(());
     }
-    let owned = source.clone();
-    elected(SCHEDULER, source, shutdown, move |lost| async move {
-        match start_scheduler(&owned, profiles, metrics).await {
-            Ok(_s) => lost.wait().await,
-            Err(e) => tracing::error!(error = %e, "the scheduler could not start"),
-        }
-    })
+    elected(
+        SCHEDULER,
+        source,
+        shutdown,
+        &health.leader,
+        move |lost| async move {
+            schedule();
+            lost.wait().await;
+        },
+    )
     .await
 }
 
@@ -369,6 +507,7 @@ async fn elected<F, Fut>(
     lease: &str,
     source: &ClientSource,
     shutdown: impl std::future::Future<Output = ()> + Send,
+    health: &runtime::leaderelection::LeaderHealth,
     work: F,
 ) -> anyhow::Result<()>
 where
@@ -387,6 +526,7 @@ where
         KubeLeaseClient::new(client),
         Arc::new(jiff::Timestamp::now),
     )?;
+    elector.watch_dog(health);
     tracing::info!(lease, identity, "attempting to acquire the leader lease");
     match elector.run(shutdown, work).await {
         RunOutcome::Lost { .. } => Err(LeaderLost(lease.to_string()).into()),
@@ -407,13 +547,20 @@ pub fn check_controller_options(opts: &ControllerOptions) -> anyhow::Result<()> 
 pub async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<()> {
     check_controller_options(&args.options)?;
     let source = ClientSource::kubeconfig(args.kubeconfig).for_component(CONTROLLER_MANAGER);
+    let health = Health::default();
+    let healthz = Checks::new(health.leader_checks(args.leader_elect));
     let _serving = start_serving(
         &args.serving,
         CONTROLLER_MANAGER_PORT,
         &source,
         runtime::serving::Endpoints {
-            metrics: Arc::new(|| controller_manager_metrics() + &super::memory::render()),
-            livez_readyz: false,
+            metrics: Arc::new(|| {
+                controller_manager_metrics()
+                    + &runtime::metrics::render_leader_election(None)
+                    + &super::memory::render()
+            }),
+            healthz: healthz.clone(),
+            livez_readyz: None,
         },
     )
     .await?;
@@ -422,32 +569,40 @@ pub async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<(
         &args.options,
         args.leader_elect,
         super::server::shutdown_signal(),
+        &health.leader,
+        &healthz,
     )
     .await
 }
 
-/// The controller manager until `shutdown`, under leader election when `leader_elect`.
+/// The controller manager until `shutdown`, under leader election when `leader_elect`;
+/// each controller started adds its check to `healthz` (upstream's per-controller
+/// checks, named as upstream's controllers).
 pub async fn run_controller_manager(
     source: &ClientSource,
     options: &ControllerOptions,
     leader_elect: bool,
     shutdown: impl std::future::Future<Output = ()> + Send,
+    leader: &runtime::leaderelection::LeaderHealth,
+    healthz: &Checks,
 ) -> anyhow::Result<()> {
     if !leader_elect {
         return tokio::select! {
-            r = run_controllers(source, options) => r,
+            r = run_controllers(source, options, healthz) => r,
             () = shutdown => Ok(()),
         };
     }
     let owned = source.clone();
     let opts = options.clone();
+    let checks = healthz.clone();
     elected(
         CONTROLLER_MANAGER,
         source,
         shutdown,
+        leader,
         move |lost| async move {
             tokio::select! {
-                r = run_controllers(&owned, &opts) => {
+                r = run_controllers(&owned, &opts, &checks) => {
                     if let Err(e) = r {
                         tracing::error!(error = %e, "the controller manager could not start");
                     }
@@ -468,12 +623,36 @@ pub fn controller_manager_metrics() -> String {
     text
 }
 
+/// The controllers `run_controllers` starts, by upstream's names (`--controllers`, the
+/// checks on `/healthz`); node IPAM only with `--allocate-node-cidrs`.
+pub const CONTROLLERS: &[&str] = &[
+    "replicaset-controller",
+    "deployment-controller",
+    "garbage-collector-controller",
+    "pod-garbage-collector-controller",
+    "namespace-controller",
+    "endpoints-controller",
+    "endpointslice-controller",
+    "daemonset-controller",
+    "statefulset-controller",
+    "job-controller",
+    "cronjob-controller",
+    "ttl-after-finished-controller",
+    "serviceaccount-controller",
+    "root-ca-certificate-publisher-controller",
+    "resourcequota-controller",
+    "disruption-controller",
+    "node-ipam-controller",
+    "node-lifecycle-controller",
+];
+
 /// The controllers of the controller manager, as upstream's kube-controller-manager with
 /// `--use-service-account-credentials`: informers under the controller manager's
 /// identity, writes as each controller's service account.
 pub async fn run_controllers(
     source: &ClientSource,
     options: &ControllerOptions,
+    healthz: &Checks,
 ) -> anyhow::Result<()> {
     use controllers::informers::Informer;
     use controllers::run::controller_client;
@@ -496,8 +675,15 @@ pub async fn run_controllers(
     let ttl_writer = controller_client(&reader, source, "ttl-after-finished-controller").await?;
     let ds_writer = controller_client(&reader, source, "daemon-set-controller").await?;
     let sts_writer = controller_client(&reader, source, "statefulset-controller").await?;
+    let started = CONTROLLERS
+        .iter()
+        .filter(|name| options.allocate_node_cidrs || **name != "node-ipam-controller");
+    for name in started.clone() {
+        healthz.add(runtime::serving::Probe::ping(*name));
+    }
     tracing::info!(
-        "controller manager: replicaset, deployment, garbage collector, pod garbage collector, namespace, endpoints, endpointslice, daemonset, statefulset, job, cronjob, ttl-after-finished, serviceaccount, root-ca, resourcequota, disruption, node IPAM and node lifecycle controllers started"
+        controllers = %started.copied().collect::<Vec<_>>().join(","),
+        "controller manager started"
     );
     // One list+watch per resource type, shared by the controllers.
     let replicasets = Informer::start(kube::Api::all(reader.clone()));

@@ -56,6 +56,14 @@ pub struct ServerArgs {
         value_parser = clap::builder::BoolishValueParser::new()
     )]
     pub components_over_https: bool,
+    /// The port on 127.0.0.1 where the in-process controller manager serves `/healthz`
+    /// and `/metrics` over HTTPS (upstream's and k3s's 10257); 0 serves nothing.
+    #[arg(long, default_value_t = super::components::CONTROLLER_MANAGER_PORT)]
+    pub controller_manager_secure_port: u16,
+    /// The port on 127.0.0.1 where the in-process scheduler serves `/healthz`, `/livez`,
+    /// `/readyz` and `/metrics` over HTTPS (upstream's and k3s's 10259); 0 serves nothing.
+    #[arg(long, default_value_t = super::components::SCHEDULER_PORT)]
+    pub scheduler_secure_port: u16,
     #[command(flatten)]
     pub node: super::agent::NodeOptions,
     #[command(flatten)]
@@ -249,6 +257,21 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     // Bad component flags stop start-up before anything runs.
     let profiles = super::components::load_profiles(&args.scheduler)?;
     super::components::check_controller_options(&args.controllers)?;
+    // The components' endpoints, bound first: a port in use stops start-up, saying which.
+    let endpoint = |run: bool, port: u16| -> anyhow::Result<_> {
+        let serving = super::components::ServingArgs::loopback(port);
+        Ok(match run {
+            true => super::components::bind_endpoint(&serving, port)
+                .context("the in-process component's endpoint")?
+                .map(|l| (l, serving)),
+            false => None,
+        })
+    };
+    let cm_endpoint = endpoint(
+        !args.disable_controller_manager,
+        args.controller_manager_secure_port,
+    )?;
+    let sched_endpoint = endpoint(!args.disable_scheduler, args.scheduler_secure_port)?;
     let store = open_store(&args).await?;
     let mut config = apiserver::Config::new(&args.data_dir);
     config.bind_address = args.bind_address;
@@ -324,6 +347,12 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
         .server
         .metrics
         .add_source(Arc::new(super::memory::render));
+    if leader_elect {
+        running
+            .server
+            .metrics
+            .add_source(Arc::new(|| runtime::metrics::render_leader_election(None)));
+    }
     // The components in this process call the API server's handler directly, with the
     // identities of their kubeconfigs (client certificates, then service-account tokens).
     let connector: Arc<dyn runtime::Connector> =
@@ -349,9 +378,38 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
             .metrics
             .add_source(Arc::new(super::components::controller_manager_metrics));
         spawn_component("controller-manager", async move {
-            let r =
-                super::components::run_controller_manager(&source, &options, leader_elect, stop)
-                    .await;
+            let health = super::components::Health::default();
+            let healthz = runtime::serving::Checks::new(health.leader_checks(leader_elect));
+            let _serving = match cm_endpoint {
+                Some((listener, serving)) => {
+                    let endpoints = runtime::serving::Endpoints {
+                        metrics: Arc::new(|| {
+                            super::components::controller_manager_metrics()
+                                + &runtime::metrics::render_leader_election(Some(
+                                    super::components::CONTROLLER_MANAGER,
+                                ))
+                        }),
+                        healthz: healthz.clone(),
+                        livez_readyz: None,
+                    };
+                    match super::components::serve_endpoints(listener, &serving, &source, endpoints)
+                        .await
+                    {
+                        Ok(s) => Some(s),
+                        Err(e) => return component_ended("controller manager", Err(e)),
+                    }
+                }
+                None => None,
+            };
+            let r = super::components::run_controller_manager(
+                &source,
+                &options,
+                leader_elect,
+                stop,
+                &health.leader,
+                &healthz,
+            )
+            .await;
             component_ended("controller manager", r);
         })?;
     }
@@ -365,9 +423,40 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
             .metrics
             .add_source(Arc::new(move || rendered.render()));
         spawn_component("scheduler", async move {
-            let r =
-                super::components::run_scheduler(&source, profiles, metrics, leader_elect, stop)
-                    .await;
+            let health = super::components::Health::default();
+            let _serving = match sched_endpoint {
+                Some((listener, serving)) => {
+                    let (healthz, livez_readyz) = health.scheduler_checks(leader_elect);
+                    let rendered = Arc::clone(&metrics);
+                    let endpoints = runtime::serving::Endpoints {
+                        metrics: Arc::new(move || {
+                            rendered.render()
+                                + &runtime::metrics::render_leader_election(Some(
+                                    super::components::SCHEDULER,
+                                ))
+                        }),
+                        healthz,
+                        livez_readyz,
+                    };
+                    match super::components::serve_endpoints(listener, &serving, &source, endpoints)
+                        .await
+                    {
+                        Ok(s) => Some(s),
+                        Err(e) => return component_ended("scheduler", Err(e)),
+                    }
+                }
+                None => None,
+            };
+            let stop = health.watch_shutdown(stop);
+            let r = super::components::run_scheduler(
+                &source,
+                profiles,
+                metrics,
+                leader_elect,
+                stop,
+                &health,
+            )
+            .await;
             component_ended("scheduler", r);
         })?;
     }

@@ -1,0 +1,296 @@
+//! Health endpoints (`/healthz`, `/livez`, `/readyz`) answered as upstream's `healthz`
+//! package answers them: the endpoint runs its named checks (but those `?exclude=`d) and
+//! answers `ok`, or with `?verbose` one line per check; any failure is a 500 listing every
+//! check, the failures' reasons withheld (the endpoint is public; the reasons are for the
+//! log). Each check is also served alone under the endpoint (`/healthz/etcd`).
+//!
+//! The checks themselves are the caller's; this module only names, selects and renders.
+
+use std::collections::BTreeSet;
+
+/// A named check of a health endpoint. `group` lets one `?exclude=` skip several checks
+/// (upstream's `GroupedHealthChecker`, e.g. the `etcd` group).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Check {
+    pub name: String,
+    pub group: Option<String>,
+}
+
+impl Check {
+    pub fn named(name: impl Into<String>) -> Self {
+        Check {
+            name: name.into(),
+            group: None,
+        }
+    }
+
+    pub fn grouped(name: impl Into<String>, group: impl Into<String>) -> Self {
+        Check {
+            name: name.into(),
+            group: Some(group.into()),
+        }
+    }
+}
+
+/// The check every endpoint without checks of its own has (upstream's `PingHealthz`).
+pub const PING: &str = "ping";
+
+/// The check of a leader-elected component (upstream's `HealthzAdaptor`).
+pub const LEADER_ELECTION: &str = "leaderElection";
+
+/// The readiness check failing once the process shuts down (upstream's `shutdown`).
+pub const SHUTDOWN: &str = "shutdown";
+
+/// What a request asks of an endpoint: `?verbose`, and the checks `?exclude=`d.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Query {
+    pub verbose: bool,
+    pub exclude: BTreeSet<String>,
+}
+
+impl Query {
+    /// From a query's decoded pairs: `verbose` present (any value), every `exclude` value.
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        let mut q = Query::default();
+        for (k, v) in pairs {
+            match k {
+                "verbose" => q.verbose = true,
+                "exclude" => {
+                    q.exclude.insert(v.to_string());
+                }
+                _ => {}
+            }
+        }
+        q
+    }
+}
+
+/// An endpoint's answer: status code and `text/plain` body; `log` holds the failed
+/// checks' reasons (for the component's log, never the body).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answer {
+    pub status: u16,
+    pub body: String,
+    pub log: Option<String>,
+}
+
+/// A request's target among a component's health endpoints: the endpoint (`healthz`)
+/// and, under it, one check (`/healthz/etcd`; names may hold `/`, as `poststarthook/…`).
+pub fn route<'a>(path: &'a str, endpoints: &[&str]) -> Option<(&'a str, Option<&'a str>)> {
+    let rest = path.strip_prefix('/')?;
+    let (endpoint, check) = match rest.split_once('/') {
+        Some((e, c)) => (e, Some(c)),
+        None => (rest, None),
+    };
+    endpoints
+        .contains(&endpoint)
+        .then_some((&rest[..endpoint.len()], check))
+}
+
+/// The checks an endpoint with `checks` runs: its own, else `ping` alone (upstream
+/// installs the ping check when an endpoint is given none).
+pub fn or_ping(checks: Vec<Check>) -> Vec<Check> {
+    if checks.is_empty() {
+        vec![Check::named(PING)]
+    } else {
+        checks
+    }
+}
+
+/// The answer of endpoint `name` (`healthz`) running `checks` for `query`: `run(i)` runs
+/// check `i` (not called for excluded checks).
+pub async fn answer<F, Fut>(name: &str, checks: &[Check], query: &Query, mut run: F) -> Answer
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    let mut unknown: BTreeSet<&str> = query.exclude.iter().map(String::as_str).collect();
+    let mut lines = String::new();
+    let mut log = String::new();
+    let mut failed = false;
+    for (i, check) in checks.iter().enumerate() {
+        if query.exclude.contains(&check.name) {
+            unknown.remove(check.name.as_str());
+            lines.push_str(&format!("[+]{} excluded: ok\n", check.name));
+            continue;
+        }
+        if let Some(group) = check.group.as_ref().filter(|g| query.exclude.contains(*g)) {
+            unknown.remove(group.as_str());
+            lines.push_str(&format!("[+]{} excluded with {group}: ok\n", check.name));
+            continue;
+        }
+        match run(i).await {
+            Ok(()) => lines.push_str(&format!("[+]{} ok\n", check.name)),
+            Err(reason) => {
+                failed = true;
+                lines.push_str(&format!("[-]{} failed: reason withheld\n", check.name));
+                log.push_str(&format!("[-]{} failed: {reason}\n", check.name));
+            }
+        }
+    }
+    if !unknown.is_empty() {
+        let quoted: Vec<String> = unknown.iter().map(|n| format!("{n:?}")).collect();
+        lines.push_str(&format!(
+            "warn: some health checks cannot be excluded: no matches for {}\n",
+            quoted.join(",")
+        ));
+    }
+    if failed {
+        // Go's `http.Error` ends the body with a newline.
+        return Answer {
+            status: 500,
+            body: format!("{lines}{name} check failed\n"),
+            log: Some(log),
+        };
+    }
+    let body = if query.verbose {
+        format!("{lines}{name} check passed\n")
+    } else {
+        "ok".to_string()
+    };
+    Answer {
+        status: 200,
+        body,
+        log: None,
+    }
+}
+
+/// The answer of one check served alone (`/healthz/etcd`): `ok`, or a 500 with the
+/// reason (this path is not public: whoever reads it was authorized to).
+pub fn single(result: Result<(), String>) -> Answer {
+    match result {
+        Ok(()) => Answer {
+            status: 200,
+            body: "ok".into(),
+            log: None,
+        },
+        Err(reason) => Answer {
+            status: 500,
+            body: format!("internal server error: {reason}\n"),
+            log: None,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_all(checks: &[Check], query: &Query, fail: &[&str]) -> Answer {
+        let fail: Vec<String> = fail.iter().map(|s| s.to_string()).collect();
+        let mut ran = Vec::new();
+        let answer = block_on(answer("readyz", checks, query, |i| {
+            ran.push(checks[i].name.clone());
+            let r = if fail.contains(&checks[i].name) {
+                Err(format!("{} is down", checks[i].name))
+            } else {
+                Ok(())
+            };
+            std::future::ready(r)
+        }));
+        for name in &ran {
+            assert!(!query.exclude.contains(name), "{name} ran though excluded");
+        }
+        answer
+    }
+
+    /// Polls a future that never waits (the checks here are ready at once).
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        let mut f = std::pin::pin!(f);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match f.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(v) => v,
+            std::task::Poll::Pending => unreachable!("the checks are ready at once"),
+        }
+    }
+
+    fn checks() -> Vec<Check> {
+        vec![
+            Check::named(PING),
+            Check::grouped("etcd", "etcd"),
+            Check::grouped("etcd-readiness", "etcd-readiness"),
+            Check::named("informer-sync"),
+            Check::named(SHUTDOWN),
+        ]
+    }
+
+    #[test]
+    fn passing_checks_answer_ok_or_list_themselves_when_verbose() {
+        let a = run_all(&checks(), &Query::default(), &[]);
+        assert_eq!((a.status, a.body.as_str(), a.log), (200, "ok", None));
+        let verbose = Query {
+            verbose: true,
+            ..Query::default()
+        };
+        let a = run_all(&checks(), &verbose, &[]);
+        assert_eq!(
+            a.body,
+            "[+]ping ok\n[+]etcd ok\n[+]etcd-readiness ok\n[+]informer-sync ok\n[+]shutdown ok\nreadyz check passed\n"
+        );
+    }
+
+    #[test]
+    fn a_failure_lists_every_check_withholding_reasons_which_go_to_the_log() {
+        let a = run_all(&checks(), &Query::default(), &["etcd", "shutdown"]);
+        assert_eq!(a.status, 500);
+        assert_eq!(
+            a.body,
+            "[+]ping ok\n[-]etcd failed: reason withheld\n[+]etcd-readiness ok\n[+]informer-sync ok\n[-]shutdown failed: reason withheld\nreadyz check failed\n"
+        );
+        assert_eq!(
+            a.log.as_deref(),
+            Some("[-]etcd failed: etcd is down\n[-]shutdown failed: shutdown is down\n")
+        );
+    }
+
+    #[test]
+    fn excluded_checks_do_not_run_by_name_or_group_and_unknown_ones_warn() {
+        let q = Query::from_pairs([
+            ("exclude", "etcd"),
+            ("exclude", "informer-sync"),
+            ("exclude", "nope"),
+            ("exclude", "also-not"),
+            ("verbose", ""),
+        ]);
+        let a = run_all(&checks(), &q, &["etcd", "informer-sync"]);
+        assert_eq!(a.status, 200);
+        assert_eq!(
+            a.body,
+            "[+]ping ok\n[+]etcd excluded: ok\n[+]etcd-readiness ok\n[+]informer-sync excluded: ok\n[+]shutdown ok\nwarn: some health checks cannot be excluded: no matches for \"also-not\",\"nope\"\nreadyz check passed\n"
+        );
+        let grouped = vec![Check::grouped("etcd-override-0", "etcd")];
+        let a = run_all(&grouped, &Query::from_pairs([("exclude", "etcd")]), &[]);
+        assert_eq!(a.body, "ok");
+        let q = Query::from_pairs([("exclude", "etcd"), ("verbose", "1")]);
+        assert_eq!(
+            run_all(&grouped, &q, &[]).body,
+            "[+]etcd-override-0 excluded with etcd: ok\nreadyz check passed\n"
+        );
+    }
+
+    #[test]
+    fn routes_name_the_endpoint_and_the_check_under_it() {
+        let eps = ["healthz", "livez", "readyz"];
+        assert_eq!(route("/healthz", &eps), Some(("healthz", None)));
+        assert_eq!(route("/readyz/etcd", &eps), Some(("readyz", Some("etcd"))));
+        assert_eq!(
+            route("/livez/poststarthook/x", &eps),
+            Some(("livez", Some("poststarthook/x")))
+        );
+        assert_eq!(route("/healthz/", &eps), Some(("healthz", Some(""))));
+        assert_eq!(route("/metrics", &eps), None);
+        assert_eq!(route("/readyz", &["healthz"]), None);
+        assert_eq!(route("healthz", &eps), None);
+    }
+
+    #[test]
+    fn one_check_alone_answers_with_its_reason() {
+        assert_eq!(single(Ok(())).body, "ok");
+        let a = single(Err("etcd is down".into()));
+        assert_eq!(
+            (a.status, a.body.as_str()),
+            (500, "internal server error: etcd is down\n")
+        );
+        assert_eq!(or_ping(vec![]), vec![Check::named(PING)]);
+    }
+}
