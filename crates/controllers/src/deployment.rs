@@ -720,11 +720,16 @@ fn history_cleanup(deployment: &Value, old: &[&Value], actions: &mut Vec<Action>
 }
 
 /// Upstream's `DeploymentTimedOut`: no progress recorded for `secs` since the Progressing
-/// condition's `lastUpdateTime`.
+/// condition's `lastUpdateTime` — never after a finished rollout (`NewReplicaSetAvailable`:
+/// pods of a complete Deployment going unavailable, after a node restart, is not a rollout
+/// that stalled, however long ago it finished).
 fn timed_out(progressing: Option<&Value>, secs: i64, now: &str) -> bool {
     let Some(c) = progressing else {
         return false;
     };
+    if c["reason"] == "NewReplicaSetAvailable" {
+        return false;
+    }
     let parse = |v: &Value| v.as_str().and_then(|s| s.parse::<jiff::Timestamp>().ok());
     let (Some(from), Some(now)) = (parse(&c["lastUpdateTime"]), parse(&Value::from(now))) else {
         return false;
@@ -1156,5 +1161,17 @@ mod plan_tests {
         d["spec"]["paused"] = json!(true);
         let st = status(&d, &[&new(1)], "2026-01-01T00:03:00Z");
         assert_eq!(progressing(&st)["reason"], "DeploymentPaused");
+        // Complete, then (hours later, its node restarted) its pods unavailable: not a
+        // stalled rollout, as upstream's `DeploymentTimedOut` decides.
+        d["spec"]["paused"] = json!(false);
+        d["status"] = status(&d, &[&new(2)], "2026-01-01T00:04:00Z");
+        assert_eq!(
+            progressing(&d["status"])["reason"],
+            "NewReplicaSetAvailable"
+        );
+        assert_eq!(recheck_after(&d, &d["status"]), None);
+        let st = status(&d, &[&new(0)], "2026-01-01T05:00:00Z");
+        assert_eq!(progressing(&st)["reason"], "NewReplicaSetAvailable");
+        assert_eq!(progressing(&st)["status"], "True");
     }
 }
