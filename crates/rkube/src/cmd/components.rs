@@ -321,9 +321,20 @@ async fn start_serving(
     source: &ClientSource,
     endpoints: runtime::serving::Endpoints,
 ) -> anyhow::Result<Option<AbortOnDrop>> {
-    match bind_endpoint(args, default_port)? {
-        Some(listener) => Ok(Some(
-            serve_endpoints(listener, args, source, endpoints).await?,
+    let bound = bind_endpoint(args, default_port)?.map(|l| (l, args.clone()));
+    serve_if_bound(bound, source, || endpoints).await
+}
+
+/// Serves `endpoints()` on a listener [`bind_endpoint`] gave (none: nothing), for as long
+/// as the returned guard lives.
+pub async fn serve_if_bound(
+    bound: Option<(std::net::TcpListener, ServingArgs)>,
+    source: &ClientSource,
+    endpoints: impl FnOnce() -> runtime::serving::Endpoints,
+) -> anyhow::Result<Option<AbortOnDrop>> {
+    match bound {
+        Some((listener, args)) => Ok(Some(
+            serve_endpoints(listener, &args, source, endpoints()).await?,
         )),
         None => Ok(None),
     }

@@ -380,27 +380,21 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
         spawn_component("controller-manager", async move {
             let health = super::components::Health::default();
             let healthz = runtime::serving::Checks::new(health.leader_checks(leader_elect));
-            let _serving = match cm_endpoint {
-                Some((listener, serving)) => {
-                    let endpoints = runtime::serving::Endpoints {
-                        metrics: Arc::new(|| {
-                            super::components::controller_manager_metrics()
-                                + &runtime::metrics::render_leader_election(Some(
-                                    super::components::CONTROLLER_MANAGER,
-                                ))
-                        }),
-                        healthz: healthz.clone(),
-                        livez_readyz: None,
-                    };
-                    match super::components::serve_endpoints(listener, &serving, &source, endpoints)
-                        .await
-                    {
-                        Ok(s) => Some(s),
-                        Err(e) => return component_ended("controller manager", Err(e)),
-                    }
-                }
-                None => None,
+            let endpoints = || runtime::serving::Endpoints {
+                metrics: Arc::new(|| {
+                    super::components::controller_manager_metrics()
+                        + &runtime::metrics::render_leader_election(Some(
+                            super::components::CONTROLLER_MANAGER,
+                        ))
+                }),
+                healthz: healthz.clone(),
+                livez_readyz: None,
             };
+            let _serving =
+                match super::components::serve_if_bound(cm_endpoint, &source, endpoints).await {
+                    Ok(s) => s,
+                    Err(e) => return component_ended("controller manager", Err(e)),
+                };
             let r = super::components::run_controller_manager(
                 &source,
                 &options,
@@ -424,29 +418,25 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
             .add_source(Arc::new(move || rendered.render()));
         spawn_component("scheduler", async move {
             let health = super::components::Health::default();
-            let _serving = match sched_endpoint {
-                Some((listener, serving)) => {
-                    let (healthz, livez_readyz) = health.scheduler_checks(leader_elect);
-                    let rendered = Arc::clone(&metrics);
-                    let endpoints = runtime::serving::Endpoints {
-                        metrics: Arc::new(move || {
-                            rendered.render()
-                                + &runtime::metrics::render_leader_election(Some(
-                                    super::components::SCHEDULER,
-                                ))
-                        }),
-                        healthz,
-                        livez_readyz,
-                    };
-                    match super::components::serve_endpoints(listener, &serving, &source, endpoints)
-                        .await
-                    {
-                        Ok(s) => Some(s),
-                        Err(e) => return component_ended("scheduler", Err(e)),
-                    }
+            let rendered = Arc::clone(&metrics);
+            let endpoints = || {
+                let (healthz, livez_readyz) = health.scheduler_checks(leader_elect);
+                runtime::serving::Endpoints {
+                    metrics: Arc::new(move || {
+                        rendered.render()
+                            + &runtime::metrics::render_leader_election(Some(
+                                super::components::SCHEDULER,
+                            ))
+                    }),
+                    healthz,
+                    livez_readyz,
                 }
-                None => None,
             };
+            let _serving =
+                match super::components::serve_if_bound(sched_endpoint, &source, endpoints).await {
+                    Ok(s) => s,
+                    Err(e) => return component_ended("scheduler", Err(e)),
+                };
             let stop = health.watch_shutdown(stop);
             let r = super::components::run_scheduler(
                 &source,
