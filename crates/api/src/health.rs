@@ -155,6 +155,29 @@ where
     }
 }
 
+/// The answer to a request for endpoint `name` with `checks`: every check for `query`
+/// (`one` is `None`), or the check named `one` alone; `None` when no check has that name
+/// (a 404). `run(i)` runs check `i`.
+pub async fn respond<F, Fut>(
+    name: &str,
+    checks: &[Check],
+    one: Option<&str>,
+    query: &Query,
+    mut run: F,
+) -> Option<Answer>
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    match one {
+        None => Some(answer(name, checks, query, run).await),
+        Some(one) => {
+            let i = checks.iter().position(|c| c.name == one)?;
+            Some(single(run(i).await))
+        }
+    }
+}
+
 /// The answer of one check served alone (`/healthz/etcd`): `ok`, or a 500 with the
 /// reason (this path is not public: whoever reads it was authorized to).
 pub fn single(result: Result<(), String>) -> Answer {
@@ -281,6 +304,46 @@ mod tests {
         assert_eq!(route("/metrics", &eps), None);
         assert_eq!(route("/readyz", &["healthz"]), None);
         assert_eq!(route("healthz", &eps), None);
+    }
+
+    #[test]
+    fn a_request_gets_every_check_or_one_by_name_or_nothing() {
+        let checks = checks();
+        let run = |i: usize| {
+            std::future::ready(if checks[i].name == "etcd" {
+                Err("etcd is down".to_string())
+            } else {
+                Ok(())
+            })
+        };
+        let all = block_on(respond("readyz", &checks, None, &Query::default(), run)).unwrap();
+        assert_eq!(all.status, 500);
+        let one = block_on(respond(
+            "readyz",
+            &checks,
+            Some("etcd"),
+            &Query::default(),
+            run,
+        ));
+        assert_eq!(one, Some(single(Err("etcd is down".into()))));
+        let ok = block_on(respond(
+            "readyz",
+            &checks,
+            Some("ping"),
+            &Query::default(),
+            run,
+        ));
+        assert_eq!(ok.map(|a| a.body), Some("ok".into()));
+        assert_eq!(
+            block_on(respond(
+                "readyz",
+                &checks,
+                Some("nope"),
+                &Query::default(),
+                run
+            )),
+            None
+        );
     }
 
     #[test]

@@ -601,21 +601,15 @@ async fn health(endpoints: &Endpoints, path: &str, query: &str) -> Option<api::h
         _ => &endpoints.healthz,
     }
     .snapshot();
-    let answer = match one {
-        None => {
-            let pairs: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes())
-                .into_owned()
-                .collect();
-            let query =
-                api::health::Query::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-            let list: Vec<api::health::Check> = checks.iter().map(|p| p.check.clone()).collect();
-            api::health::answer(name, &list, &query, |i| {
-                std::future::ready((checks[i].run)())
-            })
-            .await
-        }
-        Some(one) => api::health::single((checks.iter().find(|p| p.check.name == one)?.run)()),
-    };
+    let pairs: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes())
+        .into_owned()
+        .collect();
+    let query = api::health::Query::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let list: Vec<api::health::Check> = checks.iter().map(|p| p.check.clone()).collect();
+    let answer = api::health::respond(name, &list, one, &query, |i| {
+        std::future::ready((checks[i].run)())
+    })
+    .await?;
     if let Some(log) = &answer.log {
         tracing::info!(endpoint = name, failed = %log.trim_end(), "health check failed");
     }

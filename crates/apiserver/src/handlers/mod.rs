@@ -571,20 +571,14 @@ impl Server {
     async fn health(&self, name: &str, one: Option<&str>, query: &Query) -> Response<Body> {
         let checks = crate::health::Health::checks(name);
         let store = self.registry.store.as_ref();
-        let answer = match one {
-            None => {
-                let q = api::health::Query::from_pairs(
-                    query.0.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-                );
-                api::health::answer(name, &checks, &q, |i| {
-                    self.health.run(&checks[i].name, store)
-                })
-                .await
-            }
-            Some(one) if checks.iter().any(|c| c.name == one) => {
-                api::health::single(self.health.run(one, store).await)
-            }
-            Some(_) => return text_response(StatusCode::NOT_FOUND, "404 page not found\n"),
+        let q =
+            api::health::Query::from_pairs(query.0.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let Some(answer) = api::health::respond(name, &checks, one, &q, |i| {
+            self.health.run(&checks[i].name, store)
+        })
+        .await
+        else {
+            return text_response(StatusCode::NOT_FOUND, "404 page not found\n");
         };
         if let Some(log) = &answer.log {
             tracing::info!(endpoint = name, failed = %log.trim_end(), "health check failed");
