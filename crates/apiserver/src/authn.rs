@@ -162,6 +162,10 @@ pub enum AuthResult {
     /// The request carries credentials of this kind and they are not valid (the reason
     /// never contains the credentials).
     Rejected(String),
+    /// Rejected after a lookup in the server's caches found nothing: the caller may ask
+    /// again once the caches have caught up with the store (a token minted for an object
+    /// created a moment ago).
+    Unseen(String),
 }
 
 /// One request authenticator (upstream's `authenticator.Request`).
@@ -497,6 +501,19 @@ pub enum Unauthenticated {
     /// Credentials were presented and rejected; the aggregate of the reasons, as upstream's
     /// `utilerrors.NewAggregate` prints it.
     Rejected(String),
+    /// As `Rejected`, but one authenticator's lookup in the caches found nothing: worth
+    /// asking again once they have caught up.
+    Unseen(String),
+}
+
+impl Unauthenticated {
+    /// Why, for the log.
+    pub fn reason(self) -> String {
+        match self {
+            Unauthenticated::NoCredentials => "no credentials".to_string(),
+            Unauthenticated::Rejected(r) | Unauthenticated::Unseen(r) => r,
+        }
+    }
 }
 
 /// The authenticators of the server in order, plus anonymous access.
@@ -515,6 +532,7 @@ impl Chain {
         peer: &crate::handlers::Peer,
     ) -> Result<UserInfo, Unauthenticated> {
         let mut errors = Vec::new();
+        let mut unseen = false;
         for a in &self.authenticators {
             match a.authenticate(headers, peer) {
                 AuthResult::User(mut user) => {
@@ -523,6 +541,10 @@ impl Chain {
                 }
                 AuthResult::NoCredentials => {}
                 AuthResult::Rejected(reason) => errors.push(reason),
+                AuthResult::Unseen(reason) => {
+                    unseen = true;
+                    errors.push(reason);
+                }
             }
         }
         // Upstream's bearer-token authenticator: a token no token authenticator accepts
@@ -530,15 +552,17 @@ impl Chain {
         if errors.is_empty() && bearer_token(headers).is_some() {
             errors.push("invalid bearer token".into());
         }
-        match errors.len() {
-            0 if self.anonymous => Ok(UserInfo::anonymous()),
-            0 => Err(Unauthenticated::NoCredentials),
-            1 => Err(Unauthenticated::Rejected(errors.remove(0))),
-            _ => Err(Unauthenticated::Rejected(format!(
-                "[{}]",
-                errors.join(", ")
-            ))),
-        }
+        let reason = match errors.len() {
+            0 if self.anonymous => return Ok(UserInfo::anonymous()),
+            0 => return Err(Unauthenticated::NoCredentials),
+            1 => errors.remove(0),
+            _ => format!("[{}]", errors.join(", ")),
+        };
+        Err(if unseen {
+            Unauthenticated::Unseen(reason)
+        } else {
+            Unauthenticated::Rejected(reason)
+        })
     }
 }
 
@@ -692,6 +716,46 @@ mod tests {
         );
         // Rejected credentials never fall through to anonymous.
         assert!(anon.authenticate(&headers("Bearer nope"), &peer).is_err());
+    }
+
+    /// An authenticator that finds its object missing from the caches.
+    struct Unseeing;
+
+    impl Authenticator for Unseeing {
+        fn authenticate(&self, headers: &HeaderMap, _peer: &Peer) -> AuthResult {
+            match bearer_token(headers) {
+                Some("fresh") => AuthResult::Unseen("serviceaccounts \"robot\" not found".into()),
+                _ => AuthResult::NoCredentials,
+            }
+        }
+    }
+
+    #[test]
+    fn a_rejection_from_a_cache_miss_is_unseen() {
+        let chain = Chain {
+            authenticators: vec![
+                Box::new(TokenFile::parse("t1,alice,1\n").unwrap()),
+                Box::new(Unseeing),
+            ],
+            anonymous: true,
+        };
+        let peer = Peer::default();
+        let outcome = chain.authenticate(&headers("Bearer fresh"), &peer);
+        assert_eq!(
+            outcome,
+            Err(Unauthenticated::Unseen(
+                "[invalid bearer token, serviceaccounts \"robot\" not found]".into()
+            ))
+        );
+        assert_eq!(
+            outcome.unwrap_err().reason(),
+            "[invalid bearer token, serviceaccounts \"robot\" not found]"
+        );
+        assert!(chain.authenticate(&headers("Bearer t1"), &peer).is_ok());
+        assert_eq!(
+            chain.authenticate(&headers("Bearer nope"), &peer),
+            Err(Unauthenticated::Rejected("invalid bearer token".into()))
+        );
     }
 
     #[test]

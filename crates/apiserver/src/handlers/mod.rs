@@ -166,7 +166,12 @@ impl Server {
                 Ok(crate::http::ContentType::ApplyPatch)
             );
         let verb = crate::metrics::reported_verb(&info, apply);
-        let user = match self.authn.authenticate(req.headers(), &peer) {
+        let mut outcome = self.authn.authenticate(req.headers(), &peer);
+        if matches!(outcome, Err(Unauthenticated::Unseen(_))) {
+            self.sa_tokens.catch_up().await;
+            outcome = self.authn.authenticate(req.headers(), &peer);
+        }
+        let user = match outcome {
             Ok(u) => {
                 // Upstream's filter: credentials are not for the handlers.
                 req.headers_mut().remove(header::AUTHORIZATION);
@@ -177,10 +182,7 @@ impl Server {
                 UserInfo::anonymous()
             }
             Err(e) => {
-                let reason = match e {
-                    Unauthenticated::NoCredentials => "no credentials".to_string(),
-                    Unauthenticated::Rejected(r) => r,
-                };
+                let reason = e.reason();
                 tracing::debug!(%path, %reason, peer = %peer.addr, "Unable to authenticate the request");
                 self.audit_start(audit, &req, &info, &UserInfo::default(), None, &peer);
                 let r = error_response(&ApiError::unauthorized());
@@ -462,36 +464,45 @@ impl Server {
     /// Authenticates a bearer token as a request carrying it would be, for `audiences`
     /// (none: the API's), as `TokenReview` does: the user and the audiences the token is
     /// valid for (a service-account token's own among those asked; every asked one for
-    /// authenticators without audiences).
+    /// authenticators without audiences). A rejection after a lookup in the caches found
+    /// nothing is [`Unauthenticated::Unseen`].
     pub fn review_token(
         &self,
         token: &str,
         audiences: &[String],
-    ) -> Result<(UserInfo, Vec<String>), String> {
-        match self.sa_tokens.review_token(token, audiences) {
-            (crate::serviceaccount::Verdict::NotOurs, _) => {}
-            (crate::serviceaccount::Verdict::User(mut user), granted) => {
+    ) -> Result<(UserInfo, Vec<String>), Unauthenticated> {
+        let review = self.sa_tokens.review_token(token, audiences);
+        match review.verdict {
+            crate::serviceaccount::Verdict::NotOurs => {}
+            crate::serviceaccount::Verdict::User(mut user) => {
                 if !user.groups.iter().any(|g| g == "system:authenticated") {
                     user.groups.push("system:authenticated".into());
                 }
-                return Ok((user, granted));
+                return Ok((user, review.audiences));
             }
-            (crate::serviceaccount::Verdict::Rejected(why), _) => return Err(why),
+            crate::serviceaccount::Verdict::Rejected(why) if review.unseen => {
+                return Err(Unauthenticated::Unseen(why));
+            }
+            crate::serviceaccount::Verdict::Rejected(why) => {
+                return Err(Unauthenticated::Rejected(why));
+            }
         }
         let user = self.authenticate_token(token)?;
         Ok((user, audiences.to_vec()))
     }
 
     /// Authenticates a bearer token as a request carrying it would be.
-    pub fn authenticate_token(&self, token: &str) -> Result<UserInfo, String> {
+    fn authenticate_token(&self, token: &str) -> Result<UserInfo, Unauthenticated> {
         let mut headers = http::HeaderMap::new();
         let value = HeaderValue::from_str(&format!("Bearer {token}"))
-            .map_err(|_| "invalid bearer token".to_string())?;
+            .map_err(|_| Unauthenticated::Rejected("invalid bearer token".to_string()))?;
         headers.insert(header::AUTHORIZATION, value);
         match self.authn.authenticate(&headers, &Peer::default()) {
             Ok(u) if !u.is_anonymous() => Ok(u),
-            Ok(_) | Err(Unauthenticated::NoCredentials) => Err("invalid bearer token".into()),
-            Err(Unauthenticated::Rejected(r)) => Err(r),
+            Ok(_) | Err(Unauthenticated::NoCredentials) => {
+                Err(Unauthenticated::Rejected("invalid bearer token".into()))
+            }
+            Err(e) => Err(e),
         }
     }
 

@@ -2,6 +2,7 @@
 //! (binding, eviction), scale, and serviceaccounts/token (`TokenRequest`).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use api::status::GroupResource;
 use api::{ApiError, FieldError};
@@ -9,7 +10,7 @@ use http::{HeaderMap, Request, Response, StatusCode, header};
 use serde_json::{Value, json};
 
 use super::{Server, object_response};
-use crate::authn::UserInfo;
+use crate::authn::{Unauthenticated, UserInfo};
 use crate::http::{
     Body, ContentType, Query, content_type, decode_body, json_value, negotiate, read_body,
 };
@@ -222,7 +223,7 @@ pub(super) async fn create(
         return Err(ApiError::method_not_supported(r.gr(), "create"));
     }
     if let Some(v) = crate::registry::virtuals::lookup(&r.info) {
-        return create_virtual(srv, r, ns, v, body, &headers, query, &opts);
+        return create_virtual(srv, r, ns, v, body, &headers, query, &opts).await;
     }
     let mut w = srv.registry.create(r, ns, body, &opts).await?;
     if !opts.include_uninitialized
@@ -295,9 +296,11 @@ async fn wait_initialized(r: &Arc<Resource>, created: &Value) -> Result<Value, A
 }
 
 /// A create of a resource that stores nothing: the body is decoded through its type (a
-/// body of the wrong shape is a 400, as upstream's decoder), the answer computed.
+/// body of the wrong shape is a 400, as upstream's decoder), the answer computed. A
+/// `TokenReview` whose token named an object the caches did not hold yet is answered
+/// again once they have caught up with the store.
 #[allow(clippy::too_many_arguments)]
-fn create_virtual(
+async fn create_virtual(
     srv: &Arc<Server>,
     r: &Arc<Resource>,
     ns: Option<&str>,
@@ -311,7 +314,15 @@ fn create_virtual(
         return Err(ApiError::bad_request(e.to_string()));
     }
     let now = srv.registry.now();
-    let authenticate_token = |token: &str, audiences: &[String]| srv.review_token(token, audiences);
+    let unseen = AtomicBool::new(false);
+    let authenticate_token = |token: &str, audiences: &[String]| {
+        srv.review_token(token, audiences).map_err(|e| {
+            if matches!(e, Unauthenticated::Unseen(_)) {
+                unseen.store(true, Ordering::Relaxed);
+            }
+            e.reason()
+        })
+    };
     let ctx = crate::registry::virtuals::Ctx {
         user: &opts.user,
         now: &now,
@@ -319,7 +330,11 @@ fn create_virtual(
         authz: srv.authz.as_ref(),
         authenticate_token: &authenticate_token,
     };
-    let out = v.create(body, &ctx)?;
+    let mut out = v.create(body.clone(), &ctx)?;
+    if unseen.load(Ordering::Relaxed) {
+        srv.sa_tokens.catch_up().await;
+        out = v.create(body, &ctx)?;
+    }
     let accept = negotiate(headers)?;
     object_response(r, StatusCode::CREATED, &out, accept, query, &[])
 }

@@ -72,6 +72,15 @@ pub trait Objects: Send + Sync {
     /// The object, or `None` when there is none (`namespace` is empty for nodes). Shared:
     /// every request with a token reads its service account.
     fn get(&self, kind: ObjectKind, namespace: &str, name: &str) -> Option<Arc<Value>>;
+
+    /// Waits, bounded, until the objects reflect every write the store held when called.
+    /// A token whose objects were missing is checked once more after it, as upstream's
+    /// token getter reads the store when its informer misses: a token minted for an
+    /// object created a moment ago is not refused because the cache lags. The default
+    /// has nothing to wait for.
+    fn catch_up(&self) -> futures::future::BoxFuture<'_, ()> {
+        Box::pin(std::future::ready(()))
+    }
 }
 
 /// The verdict on a bearer token.

@@ -14,6 +14,7 @@ mod request;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use http::HeaderMap;
@@ -221,26 +222,34 @@ impl Tokens {
             .unwrap_or(DEFAULT_ISSUER)
     }
 
-    /// The verdict on a bearer token now.
-    pub fn authenticate_token(&self, token: &str) -> Verdict {
-        self.verifier
-            .authenticate(token, self.clock.now_ms(), self.objects.as_ref())
+    /// The verdict on a bearer token now for `audiences`, and whether it is a rejection
+    /// after a lookup found nothing (it may change once the caches catch up).
+    fn verdict(&self, token: &str, audiences: &[String]) -> (Verdict, bool) {
+        let noting = Noting {
+            objects: self.objects.as_ref(),
+            missed: AtomicBool::new(false),
+        };
+        let verdict =
+            self.verifier
+                .authenticate_for(token, self.clock.now_ms(), &noting, audiences);
+        let unseen = matches!(verdict, Verdict::Rejected(_)) && noting.missed.into_inner();
+        (verdict, unseen)
     }
 
-    /// The verdict on a bearer token now for `audiences` (none: the API audiences), with
-    /// the audiences it is valid for: those of the token among the asked ones.
-    pub fn review_token(&self, token: &str, audiences: &[String]) -> (Verdict, Vec<String>) {
+    /// The verdict on a bearer token now.
+    pub fn authenticate_token(&self, token: &str) -> Verdict {
+        self.verdict(token, &self.verifier.audiences).0
+    }
+
+    /// The verdict on a bearer token now for `audiences` (none: the API audiences), as
+    /// `TokenReview` asks it.
+    pub fn review_token(&self, token: &str, audiences: &[String]) -> Review {
         let asked: &[String] = if audiences.is_empty() {
             &self.verifier.audiences
         } else {
             audiences
         };
-        let verdict = self.verifier.authenticate_for(
-            token,
-            self.clock.now_ms(),
-            self.objects.as_ref(),
-            asked,
-        );
+        let (verdict, unseen) = self.verdict(token, asked);
         let granted = match &verdict {
             Verdict::User(_) => {
                 let of_token = jwt::unverified_audiences(token);
@@ -257,7 +266,18 @@ impl Tokens {
             }
             _ => Vec::new(),
         };
-        (verdict, granted)
+        Review {
+            verdict,
+            audiences: granted,
+            unseen,
+        }
+    }
+
+    /// Waits, bounded, until the objects tokens are checked against reflect every write
+    /// the store held when called: a rejection that was [`Review::unseen`] is then asked
+    /// once more.
+    pub async fn catch_up(&self) {
+        self.objects.catch_up().await;
     }
 
     /// Signs `claims` with the signing key.
@@ -271,14 +291,44 @@ impl Authenticator for Arc<Tokens> {
         let Some(token) = crate::authn::bearer_token(headers) else {
             return AuthResult::NoCredentials;
         };
-        match self.authenticate_token(token) {
-            Verdict::NotOurs => AuthResult::NoCredentials,
-            Verdict::User(user) => AuthResult::User(user),
-            Verdict::Rejected(reason) => {
+        match self.verdict(token, &self.verifier.audiences) {
+            (Verdict::NotOurs, _) => AuthResult::NoCredentials,
+            (Verdict::User(user), _) => AuthResult::User(user),
+            (Verdict::Rejected(reason), true) => {
+                tracing::debug!(%reason, "service account token rejected; checking again once the caches catch up");
+                AuthResult::Unseen(reason)
+            }
+            (Verdict::Rejected(reason), false) => {
                 tracing::debug!(%reason, "service account token rejected");
                 AuthResult::Rejected(reason)
             }
         }
+    }
+}
+
+/// A `TokenReview`'s answer from the service-account tokens.
+#[derive(Debug)]
+pub struct Review {
+    pub verdict: Verdict,
+    /// The audiences the token is valid for: those of the token among the asked ones.
+    pub audiences: Vec<String>,
+    /// A rejection after a lookup found nothing: it may change once the caches catch up.
+    pub unseen: bool,
+}
+
+/// [`Objects`] that notes whether a lookup found nothing.
+struct Noting<'a> {
+    objects: &'a dyn Objects,
+    missed: AtomicBool,
+}
+
+impl Objects for Noting<'_> {
+    fn get(&self, kind: ObjectKind, namespace: &str, name: &str) -> Option<Arc<Value>> {
+        let found = self.objects.get(kind, namespace, name);
+        if found.is_none() {
+            self.missed.store(true, Ordering::Relaxed);
+        }
+        found
     }
 }
 
@@ -315,7 +365,22 @@ impl Objects for CacheObjects {
         }
         r.parsed(&obj)
     }
+
+    fn catch_up(&self) -> futures::future::BoxFuture<'_, ()> {
+        Box::pin(async {
+            let syncs = self.caches.iter().map(|(_, r)| r.cacher.sync(CATCH_UP));
+            for outcome in futures::future::join_all(syncs).await {
+                if let Err(e) = outcome {
+                    tracing::debug!(error = %e, "the token caches did not catch up");
+                }
+            }
+        })
+    }
 }
+
+/// How long a token whose objects were missing waits for the caches (a client's
+/// request; the store answers its revision in milliseconds when it is up).
+const CATCH_UP: Duration = Duration::from_secs(3);
 
 #[cfg(test)]
 mod tests {
@@ -323,6 +388,100 @@ mod tests {
 
     fn kids(keys: &Keys) -> Vec<String> {
         keys.verify.iter().map(|k| k.kid.clone()).collect()
+    }
+
+    /// Objects whose cache lags: a service account created a moment ago appears only
+    /// once asked to catch up.
+    #[derive(Default)]
+    struct Lagging {
+        caught_up: AtomicBool,
+    }
+
+    impl Objects for Lagging {
+        fn get(&self, kind: ObjectKind, namespace: &str, name: &str) -> Option<Arc<Value>> {
+            let seen = self.caught_up.load(Ordering::SeqCst)
+                && kind == ObjectKind::ServiceAccount
+                && (namespace, name) == ("default", "robot");
+            seen.then(|| Arc::new(serde_json::json!({"metadata": {"uid": "uid-1"}})))
+        }
+
+        fn catch_up(&self) -> futures::future::BoxFuture<'_, ()> {
+            self.caught_up.store(true, Ordering::SeqCst);
+            Box::pin(std::future::ready(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_token_for_an_object_the_cache_has_not_seen_is_asked_again() {
+        const NOW_S: i64 = 1_800_000_000;
+        let (signer, _) = SigningKey::generate().unwrap();
+        let keys = Keys {
+            verify: vec![signer.public.clone()],
+            signer,
+        };
+        let lagging = Arc::new(Lagging::default());
+        let objects: Arc<dyn Objects> = lagging.clone();
+        let tokens = Arc::new(Tokens::new(
+            keys,
+            &Options::default(),
+            objects,
+            Arc::new(store::ManualClock::new(NOW_S * 1000)),
+        ));
+        let claims_of = |sa: &str, uid: &str| {
+            let audiences = vec![DEFAULT_ISSUER.to_string()];
+            jwt::BoundToken {
+                issuer: DEFAULT_ISSUER,
+                namespace: "default",
+                service_account: (sa, uid),
+                audiences: &audiences,
+                now: NOW_S,
+                expiration_seconds: 3600,
+                ..Default::default()
+            }
+            .claims()
+        };
+        let mint = |sa: &str, uid: &str| tokens.sign(&claims_of(sa, uid)).unwrap();
+        let headers = |token: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(
+                http::header::AUTHORIZATION,
+                format!("Bearer {token}").parse().unwrap(),
+            );
+            h
+        };
+        let peer = crate::handlers::Peer::default();
+        let robot = mint("robot", "uid-1");
+        let gone = mint("ghost", "uid-2");
+        let (other, _) = SigningKey::generate().unwrap();
+        let forged = other.sign(&claims_of("robot", "uid-1")).unwrap();
+
+        // Before the cache has the account: a rejection worth asking again.
+        let AuthResult::Unseen(reason) = tokens.authenticate(&headers(&robot), &peer) else {
+            panic!("a missing account is unseen");
+        };
+        assert!(reason.contains("robot"), "{reason}");
+        let review = tokens.review_token(&robot, &[]);
+        assert!(review.unseen && matches!(review.verdict, Verdict::Rejected(_)));
+        // A bad signature proves nothing about the cache: a plain rejection.
+        assert!(matches!(
+            tokens.authenticate(&headers(&forged), &peer),
+            AuthResult::Rejected(_)
+        ));
+
+        tokens.catch_up().await;
+        let AuthResult::User(user) = tokens.authenticate(&headers(&robot), &peer) else {
+            panic!("accepted once the cache caught up");
+        };
+        assert_eq!(user.name, "system:serviceaccount:default:robot");
+        let review = tokens.review_token(&robot, &[]);
+        assert!(!review.unseen && matches!(review.verdict, Verdict::User(_)));
+        assert_eq!(review.audiences, vec![DEFAULT_ISSUER.to_string()]);
+        // An account that really is not there stays refused (unseen every time: the
+        // caller asks once more and then refuses).
+        assert!(matches!(
+            tokens.authenticate(&headers(&gone), &peer),
+            AuthResult::Unseen(_)
+        ));
     }
 
     #[test]
