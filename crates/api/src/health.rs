@@ -4,9 +4,15 @@
 //! check, the failures' reasons withheld (the endpoint is public; the reasons are for the
 //! log). Each check is also served alone under the endpoint (`/healthz/etcd`).
 //!
-//! The checks themselves are the caller's; this module only names, selects and renders.
+//! The checks themselves are the caller's; this module only names, selects and renders,
+//! and keeps upstream's health-check SLIs (`k8s.io/component-base/metrics/prometheus/slis`,
+//! served on `/metrics/slis`): each check an endpoint runs sets
+//! `kubernetes_healthcheck{name,type}` (1 passed, 0 failed) and counts in
+//! `kubernetes_healthchecks_total{name,status,type}`; `type` is the endpoint. As upstream's
+//! registry they are process-wide ([`render_slis`]).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{LazyLock, Mutex};
 
 /// A named check of a health endpoint. `group` lets one `?exclude=` skip several checks
 /// (upstream's `GroupedHealthChecker`, e.g. the `etcd` group).
@@ -119,7 +125,9 @@ where
             lines.push_str(&format!("[+]{} excluded with {group}: ok\n", check.name));
             continue;
         }
-        match run(i).await {
+        let result = run(i).await;
+        observe(&check.name, name, result.is_ok());
+        match result {
             Ok(()) => lines.push_str(&format!("[+]{} ok\n", check.name)),
             Err(reason) => {
                 failed = true;
@@ -195,6 +203,86 @@ pub fn single(result: Result<(), String>) -> Answer {
     }
 }
 
+/// One check's SLI series: its last result and how many runs passed and failed.
+#[derive(Clone, Copy, Default)]
+struct Sli {
+    healthy: bool,
+    success: u64,
+    error: u64,
+}
+
+/// `(check, endpoint)` → its series.
+static SLIS: LazyLock<Mutex<BTreeMap<(String, String), Sli>>> = LazyLock::new(Mutex::default);
+
+/// Records that check `name` of endpoint `endpoint` ran (upstream's `ObserveHealthcheck`).
+fn observe(name: &str, endpoint: &str, ok: bool) {
+    let mut slis = SLIS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let sli = slis
+        .entry((name.to_string(), endpoint.to_string()))
+        .or_default();
+    sli.healthy = ok;
+    if ok {
+        sli.success += 1;
+    } else {
+        sli.error += 1;
+    }
+}
+
+/// The health-check SLIs in the Prometheus text format (`/metrics/slis`): nothing until
+/// an endpoint has run a check, as upstream's.
+pub fn render_slis() -> String {
+    let slis = SLIS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    if slis.is_empty() {
+        return String::new();
+    }
+    let label = |v: &str| {
+        v.replace('\\', "\\\\")
+            .replace('"', "\\\"")
+            .replace('\n', "\\n")
+    };
+    let mut out = String::from(
+        "# HELP kubernetes_healthcheck [STABLE] This metric records the result of a single healthcheck.\n\
+         # TYPE kubernetes_healthcheck gauge\n",
+    );
+    for ((name, endpoint), sli) in &slis {
+        out.push_str(&format!(
+            "kubernetes_healthcheck{{name=\"{}\",type=\"{}\"}} {}\n",
+            label(name),
+            label(endpoint),
+            u8::from(sli.healthy)
+        ));
+    }
+    out.push_str(
+        "# HELP kubernetes_healthchecks_total [STABLE] This metric records the results of all healthcheck.\n\
+         # TYPE kubernetes_healthchecks_total counter\n",
+    );
+    // Series in the order of their label values (name, status, type); a status never
+    // seen has none.
+    let mut totals: Vec<(&str, &str, &str, u64)> = slis
+        .iter()
+        .flat_map(|((name, endpoint), sli)| {
+            [("error", sli.error), ("success", sli.success)]
+                .into_iter()
+                .filter(|(_, n)| *n > 0)
+                .map(move |(status, n)| (name.as_str(), status, endpoint.as_str(), n))
+        })
+        .collect();
+    totals.sort_unstable();
+    for (name, status, endpoint, n) in totals {
+        out.push_str(&format!(
+            "kubernetes_healthchecks_total{{name=\"{}\",status=\"{status}\",type=\"{}\"}} {n}\n",
+            label(name),
+            label(endpoint)
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,6 +338,39 @@ mod tests {
             a.body,
             "[+]ping ok\n[+]etcd ok\n[+]etcd-readiness ok\n[+]informer-sync ok\n[+]shutdown ok\nreadyz check passed\n"
         );
+    }
+
+    #[test]
+    fn each_run_of_a_check_counts_in_the_slis() {
+        // An endpoint of its own: the series are process-wide.
+        let checks = vec![
+            Check::named("up"),
+            Check::named("down"),
+            Check::named("off"),
+        ];
+        let query = Query::from_pairs([("exclude", "off")]);
+        let run = |i: usize| std::future::ready(if i == 1 { Err("no".into()) } else { Ok(()) });
+        for _ in 0..2 {
+            block_on(answer("slitest", &checks, &query, run));
+        }
+        // A check served alone is not counted, as upstream's.
+        block_on(respond("slitest", &checks, Some("up"), &query, run));
+        let text = render_slis();
+        let mine: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("type=\"slitest\""))
+            .collect();
+        assert_eq!(
+            mine,
+            [
+                "kubernetes_healthcheck{name=\"down\",type=\"slitest\"} 0",
+                "kubernetes_healthcheck{name=\"up\",type=\"slitest\"} 1",
+                "kubernetes_healthchecks_total{name=\"down\",status=\"error\",type=\"slitest\"} 2",
+                "kubernetes_healthchecks_total{name=\"up\",status=\"success\",type=\"slitest\"} 2",
+            ]
+        );
+        assert!(text.starts_with("# HELP kubernetes_healthcheck [STABLE] This metric records the result of a single healthcheck.\n# TYPE kubernetes_healthcheck gauge\n"));
+        assert!(text.contains("# TYPE kubernetes_healthchecks_total counter\n"));
     }
 
     #[test]

@@ -1490,6 +1490,18 @@ fn component_clients_share_one_http2_connection_and_name_their_field_manager() {
             .unwrap()
     };
     assert!(value("workqueue_adds_total{name=\"replicaset\"}") >= 1.0);
+    // The in-process components' clients, under the server's address.
+    let host = format!("host=\"127.0.0.1:{}\"", server.port);
+    assert!(
+        value(&format!(
+            "rest_client_requests_total{{code=\"201\",{host},method=\"POST\"}}"
+        )) >= 1.0
+    );
+    assert!(
+        value(&format!(
+            "rest_client_request_duration_seconds_count{{{host},verb=\"GET\"}}"
+        )) >= 1.0
+    );
     assert!(value("workqueue_adds_total{name=\"deployment\"}") >= 1.0);
     assert!(value("workqueue_work_duration_seconds_count{name=\"replicaset\"}") >= 1.0);
     assert!(value("workqueue_depth{name=\"garbage_collector_attempt_to_delete\"}") >= 0.0);

@@ -739,6 +739,16 @@ fn health_endpoints(e: &Env) {
     );
     let err = e.fails(&["get", "--raw", "/livez/nope"]);
     assert!(err.contains("NotFound"), "{err}");
+    // Each check an endpoint ran is an SLI (upstream's /metrics/slis).
+    let slis = e.ok(&["get", "--raw", "/metrics/slis"]);
+    assert!(
+        slis.contains("kubernetes_healthcheck{name=\"etcd\",type=\"readyz\"} 1\n")
+            && slis.contains("kubernetes_healthcheck{name=\"informer-sync\",type=\"readyz\"} 1\n")
+            && slis.contains(
+                "kubernetes_healthchecks_total{name=\"etcd\",status=\"success\",type=\"livez\"} "
+            ),
+        "{slis}"
+    );
 }
 
 /// The store going away fails the `etcd` checks (and with them `/readyz` and `/livez`),
@@ -772,6 +782,18 @@ fn a_store_outage_fails_the_etcd_checks() {
             ]
         ),
         "ok"
+    );
+    // The SLIs tell the failures.
+    let slis = server.kubectl_ok(None, &["get", "--raw", "/metrics/slis"]);
+    assert!(
+        slis.contains("kubernetes_healthcheck{name=\"etcd\",type=\"readyz\"} 0\n")
+            && slis.contains(
+                "kubernetes_healthchecks_total{name=\"etcd\",status=\"error\",type=\"readyz\"} "
+            )
+            && slis.contains(
+                "kubernetes_healthchecks_total{name=\"etcd\",status=\"success\",type=\"readyz\"} "
+            ),
+        "{slis}"
     );
 }
 

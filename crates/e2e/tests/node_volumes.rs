@@ -221,6 +221,12 @@ fn containers_see_their_volumes_env_token_and_cgroup() {
         metrics.contains("kubelet_pod_start_duration_seconds"),
         "{metrics}"
     );
+    // Its client's requests, as client-go counts them.
+    assert!(
+        metrics.contains("rest_client_requests_total{code=\"200\",host=")
+            && metrics.contains("rest_client_request_duration_seconds_bucket{host="),
+        "{metrics}"
+    );
 
     // Its `sleep` as PID 1 ignores SIGTERM: a short grace period, not 30 s.
     s.kubectl_ok(

@@ -631,6 +631,8 @@ fn server_components_serve_their_endpoints_on_loopback() {
         metrics.contains("result=\"scheduled\"} 1\n") && !metrics.contains("leader_election"),
         "{metrics}"
     );
+    // The in-process clients' requests, under the server's address (the binding's POST).
+    assert_client_metrics(&metrics, server.port);
     let (ok, out, err) = raw(&server, &cm_admin, "/metrics");
     assert!(
         ok && out.contains("workqueue_adds_total{name=\"replicaset\"}"),
@@ -728,6 +730,8 @@ fn standalone_components_serve_health_and_authorized_metrics() {
         sched_metrics.contains("leader_election_master_status{name=\"kube-scheduler\"} 1\n"),
         "{sched_metrics}"
     );
+    assert_client_metrics(&cm_metrics, server.port);
+    assert_client_metrics(&sched_metrics, server.port);
     assert!(
         sched_metrics.contains(
             "scheduler_schedule_attempts_total{profile=\"default-scheduler\",result=\"scheduled\"} 1\n"
@@ -774,6 +778,23 @@ fn standalone_components_serve_health_and_authorized_metrics() {
     assert_eq!(curl(sched_port, "/readyz/sched-handler-sync").0, 403);
     let (ok, _, err) = raw(&server, &cm_admin, "/healthz/nope");
     assert!(!ok && err.contains("NotFound"), "{err}");
+    // Each check an endpoint ran is an SLI (/metrics/slis, authorized as /metrics).
+    let (ok, slis, err) = raw(&server, &sched_admin, "/metrics/slis");
+    assert!(
+        ok && slis.contains("kubernetes_healthcheck{name=\"sched-handler-sync\",type=\"readyz\"} 1\n")
+            && slis.contains(
+                "kubernetes_healthchecks_total{name=\"shutdown\",status=\"success\",type=\"readyz\"} "
+            ),
+        "{err}{slis}"
+    );
+    let (ok, slis, err) = raw(&server, &cm_admin, "/metrics/slis");
+    assert!(
+        ok && slis.contains(
+            "kubernetes_healthcheck{name=\"replicaset-controller\",type=\"healthz\"} 1\n"
+        ),
+        "{err}{slis}"
+    );
+    assert_eq!(curl(sched_port, "/metrics/slis").0, 403);
     // Health for anyone, without credentials (curl: kubectl would prompt for a
     // password); /livez and /readyz on the scheduler only.
     assert_eq!(curl(cm_port, "/healthz"), (200, "ok".to_string()));
@@ -865,4 +886,22 @@ fn standalone_components_serve_health_and_authorized_metrics() {
         log.contains(&format!("failed to listen on 0.0.0.0:{cm_port}")),
         "{log}"
     );
+}
+
+/// A component's `/metrics` has client-go's `rest_client_*` series of its requests to the
+/// server on `port`: created objects (a binding, a pod) and timed reads.
+fn assert_client_metrics(metrics: &str, port: u16) {
+    let host = format!("host=\"127.0.0.1:{port}\"");
+    let created = format!("rest_client_requests_total{{code=\"201\",{host},method=\"POST\"}} ");
+    let timed = format!("rest_client_request_duration_seconds_count{{{host},verb=\"GET\"}} ");
+    let sized = format!("rest_client_response_size_bytes_count{{{host},verb=\"POST\"}} ");
+    for series in [created, timed, sized] {
+        let count: u64 = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(series.as_str()))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no {series}in\n{metrics}"));
+        assert!(count >= 1, "{series}{count}");
+    }
+    assert!(metrics.contains("# TYPE rest_client_requests_total counter\n"));
 }

@@ -219,7 +219,7 @@ pub async fn run(cfg: AgentConfig, stop: watch::Receiver<bool>) -> Result<(), Er
         config: Arc::clone(&kc),
         runtime: Arc::clone(&runtime),
         pods: Arc::new(move || pod_view.pods()),
-        metrics: Arc::new(move || metrics.render()),
+        metrics: Arc::new(move || metrics.render() + &runtime::restclient::render()),
         reviewer: Arc::new(crate::server::auth::Reviewer::new(client.clone())),
     };
     let server_task = tokio::spawn(crate::server::serve(listener, tls, deps, stop.clone()));

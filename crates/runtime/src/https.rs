@@ -55,6 +55,9 @@ pub(crate) fn client(config: kube::Config) -> Result<kube::Client, kube::Error> 
         .http2_initial_connection_window_size(CONNECTION_WINDOW)
         .build::<_, kube::client::Body>(connector);
     let service = ServiceBuilder::new()
+        .layer(crate::restclient::RestClientLayer::for_uri(
+            &config.cluster_url,
+        ))
         .layer(config.base_uri_layer())
         .option_layer(config.auth_layer()?)
         .layer(config.extra_headers_layer()?)

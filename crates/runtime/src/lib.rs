@@ -35,6 +35,7 @@ pub mod leaderelection;
 pub mod leanmeta;
 pub mod metrics;
 pub mod ratelimit;
+pub mod restclient;
 pub mod serving;
 pub mod workqueue;
 

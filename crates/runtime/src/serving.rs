@@ -569,11 +569,16 @@ async fn handle<B>(
         ));
     }
     const TEXT: &str = "text/plain; charset=utf-8";
-    if path == "/metrics" {
+    if path == "/metrics" || path == "/metrics/slis" {
+        let text = if path == "/metrics" {
+            (endpoints.metrics)()
+        } else {
+            api::health::render_slis()
+        };
         return respond(
             StatusCode::OK,
             "text/plain; version=0.0.4; charset=utf-8",
-            (endpoints.metrics)(),
+            text,
         );
     }
     match health(endpoints, path, req.uri().query().unwrap_or("")).await {

@@ -560,8 +560,13 @@ impl Server {
         }
         match path {
             "/version" => json_value(StatusCode::OK, &version_info()),
-            "/metrics" => {
-                let mut r = Response::new(crate::http::full(self.metrics.render(&self.registry)));
+            "/metrics" | "/metrics/slis" => {
+                let text = if path == "/metrics" {
+                    self.metrics.render(&self.registry)
+                } else {
+                    api::health::render_slis()
+                };
+                let mut r = Response::new(crate::http::full(text));
                 r.headers_mut().insert(
                     header::CONTENT_TYPE,
                     HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
@@ -606,6 +611,7 @@ impl Server {
             "/healthz".to_string(),
             "/livez".to_string(),
             "/metrics".to_string(),
+            "/metrics/slis".to_string(),
             "/openapi/v2".to_string(),
             "/openapi/v3".to_string(),
             "/readyz".to_string(),

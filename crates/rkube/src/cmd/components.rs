@@ -290,6 +290,7 @@ pub async fn scheduler(args: SchedulerArgs) -> anyhow::Result<()> {
             metrics: Arc::new(move || {
                 rendered.render()
                     + &runtime::metrics::render_leader_election(None)
+                    + &runtime::restclient::render()
                     + &super::memory::render()
             }),
             healthz,
@@ -568,6 +569,7 @@ pub async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<(
             metrics: Arc::new(|| {
                 controller_manager_metrics()
                     + &runtime::metrics::render_leader_election(None)
+                    + &runtime::restclient::render()
                     + &super::memory::render()
             }),
             healthz: healthz.clone(),

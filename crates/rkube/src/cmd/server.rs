@@ -347,6 +347,10 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
         .server
         .metrics
         .add_source(Arc::new(super::memory::render));
+    running
+        .server
+        .metrics
+        .add_source(Arc::new(runtime::restclient::render));
     if leader_elect {
         running
             .server
@@ -355,8 +359,10 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     }
     // The components in this process call the API server's handler directly, with the
     // identities of their kubeconfigs (client certificates, then service-account tokens).
-    let connector: Arc<dyn runtime::Connector> =
-        Arc::new(InProcessConnector(Arc::clone(&running.server)));
+    let connector: Arc<dyn runtime::Connector> = Arc::new(InProcessConnector(
+        Arc::clone(&running.server),
+        runtime::restclient::RestClientLayer::for_uri(&running.url.parse()?),
+    ));
     let source = |file: &str, component: &str| {
         let kubeconfig = args.data_dir.join(file);
         if args.components_over_https {
@@ -386,6 +392,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
                         + &runtime::metrics::render_leader_election(Some(
                             super::components::CONTROLLER_MANAGER,
                         ))
+                        + &runtime::restclient::render()
                 }),
                 healthz: healthz.clone(),
                 livez_readyz: None,
@@ -427,6 +434,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
                             + &runtime::metrics::render_leader_election(Some(
                                 super::components::SCHEDULER,
                             ))
+                            + &runtime::restclient::render()
                     }),
                     healthz,
                     livez_readyz,
@@ -489,7 +497,8 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
 
 /// Clients of the API server in this process ([`apiserver::inprocess::InProcess`]): each
 /// request goes through the server's whole handler chain with the identity it presents.
-struct InProcessConnector(Arc<apiserver::Server>);
+/// Their requests count in client-go's `rest_client_*` series under the server's address.
+struct InProcessConnector(Arc<apiserver::Server>, runtime::restclient::RestClientLayer);
 
 impl runtime::Connector for InProcessConnector {
     fn connect(
@@ -508,7 +517,7 @@ impl runtime::Connector for InProcessConnector {
                 Some(agent) => t.with_user_agent(agent),
                 None => Ok(t),
             })
-            .map(InProcess::client)
+            .map(|t| kube::Client::new(self.1.over(t), "default"))
             .map_err(|e| runtime::Error::InProcess(e.to_string()))
     }
 }
