@@ -167,6 +167,37 @@ impl Running {
 }
 
 /// The first address of the service range (the `kubernetes` service's ClusterIP).
+/// The address the `kubernetes` Endpoints advertise, as upstream's `ResolveBindAddress`:
+/// the bind address, unless it is unspecified or loopback (a loopback address is never a
+/// valid endpoint), then the first global address among the host's `interfaces` (neither
+/// loopback nor link-local), of the bind address's family if there is one; `host` when
+/// there is none.
+fn advertise_address(
+    bind: IpAddr,
+    host: IpAddr,
+    interfaces: impl FnOnce() -> Vec<IpAddr>,
+) -> IpAddr {
+    if !bind.is_unspecified() && !bind.is_loopback() {
+        return bind;
+    }
+    let candidates: Vec<IpAddr> = interfaces()
+        .into_iter()
+        .filter(|ip| {
+            let link_local = match ip {
+                IpAddr::V4(v4) => v4.is_link_local(),
+                IpAddr::V6(v6) => v6.segments()[0] & 0xffc0 == 0xfe80,
+            };
+            !ip.is_loopback() && !ip.is_unspecified() && !link_local
+        })
+        .collect();
+    candidates
+        .iter()
+        .find(|ip| ip.is_ipv4() == bind.is_ipv4())
+        .or_else(|| candidates.first())
+        .copied()
+        .unwrap_or(host)
+}
+
 fn first_service_ip(range: &str) -> Option<IpAddr> {
     let (base, _) = range.split_once('/')?;
     match base.parse::<IpAddr>().ok()? {
@@ -292,18 +323,12 @@ pub async fn start(
 
     let service_range = registry::services::Cidr::parse(&config.service_cluster_ip_range)
         .map_err(|e| Error::Config(format!("--service-cluster-ip-range: {e}")))?;
-    let advertise = if config.bind_address.is_unspecified() {
+    let interfaces = || {
         if_addrs::get_if_addrs()
-            .ok()
-            .and_then(|ifs| {
-                ifs.into_iter()
-                    .find(|i| !i.is_loopback() && i.ip().is_ipv4())
-                    .map(|i| i.ip())
-            })
-            .unwrap_or(host)
-    } else {
-        config.bind_address
+            .map(|ifs| ifs.into_iter().map(|i| i.ip()).collect())
+            .unwrap_or_default()
     };
+    let advertise = advertise_address(config.bind_address, host, interfaces);
     let registry = Registry::new(
         Arc::clone(&store),
         clock,
@@ -515,4 +540,51 @@ async fn bootstrap(registry: &Arc<Registry>, health: &Arc<health::Health>) {
         }
         health.done(health::INFORMER_SYNC);
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_advertised_address_is_never_loopback_when_the_host_has_another() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let host = ip("127.0.0.1");
+        let interfaces = || {
+            vec![
+                ip("127.0.0.1"),
+                ip("fe80::1"),
+                ip("2001:db8::7"),
+                ip("10.0.0.5"),
+            ]
+        };
+        // A routable bind address is advertised as is.
+        assert_eq!(
+            advertise_address(ip("10.0.0.9"), host, interfaces),
+            ip("10.0.0.9")
+        );
+        // Unspecified or loopback: the host's address of the same family.
+        assert_eq!(
+            advertise_address(ip("0.0.0.0"), host, interfaces),
+            ip("10.0.0.5")
+        );
+        assert_eq!(
+            advertise_address(ip("127.0.0.1"), host, interfaces),
+            ip("10.0.0.5")
+        );
+        assert_eq!(
+            advertise_address(ip("::"), host, interfaces),
+            ip("2001:db8::7")
+        );
+        // Of the other family when the host has none of the bind address's (never link-local).
+        assert_eq!(
+            advertise_address(ip("::1"), host, || vec![ip("fe80::1"), ip("10.0.0.5")]),
+            ip("10.0.0.5")
+        );
+        // Nothing but loopback: the host address.
+        assert_eq!(
+            advertise_address(ip("127.0.0.1"), host, || vec![ip("127.0.0.1")]),
+            host
+        );
+    }
 }

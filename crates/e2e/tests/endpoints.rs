@@ -60,6 +60,23 @@ fn slice_endpoints(slices: &[Value]) -> Vec<Value> {
 fn endpoints_and_slices_follow_services_and_pods() {
     let server = RkubeServer::start();
     server.wait_for_object(&["get", "serviceaccount", "default"]);
+    // The server binds 127.0.0.1: as upstream's, it advertises the host's address in the
+    // `kubernetes` Endpoints (a loopback address is not a valid endpoint).
+    let api = wait_for("the kubernetes endpoints", 30, || {
+        server.try_get_json(&["endpoints", "kubernetes", "-n", "default"])
+    });
+    assert_eq!(ready_addresses(&api).len(), 1, "{api}");
+    let ip: std::net::IpAddr = api["subsets"][0]["addresses"][0]["ip"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(!ip.is_loopback(), "{api}");
+    assert_eq!(
+        api["subsets"][0]["ports"][0]["port"],
+        json!(server.port),
+        "{api}"
+    );
     let sim = SimNodes::start(&server, "ep", &["--count", "3"]);
     let nodes: Vec<String> = wait_for("3 Ready nodes", 30, || {
         let list = server.try_get_json(&["nodes"])?;
