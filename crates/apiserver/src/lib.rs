@@ -66,6 +66,9 @@ pub enum Error {
 pub struct Config {
     pub data_dir: PathBuf,
     pub bind_address: IpAddr,
+    /// `--advertise-address`: the address the `kubernetes` Endpoints give (none: resolved
+    /// from the bind address, [`advertise_address`]).
+    pub advertise_address: Option<IpAddr>,
     pub https_port: u16,
     /// Extra names and addresses for the serving certificate.
     pub tls_san: Vec<String>,
@@ -117,6 +120,7 @@ impl Config {
         Config {
             data_dir: data_dir.into(),
             bind_address: IpAddr::from([0, 0, 0, 0]),
+            advertise_address: None,
             https_port: 6443,
             tls_san: Vec::new(),
             service_cluster_ip_range: "10.43.0.0/16".into(),
@@ -328,7 +332,9 @@ pub async fn start(
             .map(|ifs| ifs.into_iter().map(|i| i.ip()).collect())
             .unwrap_or_default()
     };
-    let advertise = advertise_address(config.bind_address, host, interfaces);
+    let advertise = config
+        .advertise_address
+        .unwrap_or_else(|| advertise_address(config.bind_address, host, interfaces));
     let registry = Registry::new(
         Arc::clone(&store),
         clock,

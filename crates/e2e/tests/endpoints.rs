@@ -332,3 +332,22 @@ fn endpoints_and_slices_follow_services_and_pods() {
     });
     drop(sim);
 }
+
+/// `--advertise-address` is the address of the `kubernetes` Endpoints, as upstream's flag.
+#[test]
+fn the_kubernetes_endpoints_follow_advertise_address() {
+    let server = RkubeServer::start_with(&["--advertise-address", "192.0.2.10"]);
+    let api = wait_for("the kubernetes endpoints", 30, || {
+        server.try_get_json(&["endpoints", "kubernetes", "-n", "default"])
+    });
+    assert_eq!(
+        api["subsets"][0]["addresses"],
+        json!([{"ip": "192.0.2.10"}]),
+        "{api}"
+    );
+    assert_eq!(
+        api["subsets"][0]["ports"][0]["port"],
+        json!(server.port),
+        "{api}"
+    );
+}

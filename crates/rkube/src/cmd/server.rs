@@ -20,6 +20,10 @@ pub struct ServerArgs {
     /// Address to listen on.
     #[arg(long, default_value = "0.0.0.0")]
     pub bind_address: IpAddr,
+    /// Address the API server advertises to the cluster (the `kubernetes` Endpoints).
+    /// Default: the bind address, or the host's address when that is unspecified or loopback.
+    #[arg(long)]
+    pub advertise_address: Option<IpAddr>,
     /// Empty: embedded SQLite under the data dir. `http(s)://host:2379[,…]`: etcd.
     #[arg(long, default_value = "")]
     pub datastore_endpoint: String,
@@ -275,6 +279,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     let store = open_store(&args).await?;
     let mut config = apiserver::Config::new(&args.data_dir);
     config.bind_address = args.bind_address;
+    config.advertise_address = args.advertise_address;
     config.https_port = args.https_port;
     config.tls_san = args.tls_san.clone();
     config.service_cluster_ip_range = args.service_cluster_ip_range.clone();
