@@ -11,7 +11,8 @@
 //!   and [`float_json`], with json-iterator's variant of the string escapes
 //!   ([`JsonEncoder`]);
 //! - the Go types Kubernetes' JSON decoding gives values: [`GoNumber`] (`int64` or
-//!   `float64`) and [`GoType`].
+//!   `float64`) and [`GoType`];
+//! - Prometheus's Go client: a label value in the text format ([`label_value`]).
 //!
 //! Upstream's error texts embed user input through these verbs, so matching the wire means
 //! matching Go's escaping and number formatting, not Rust's `{:?}` and `{}`.
@@ -251,6 +252,14 @@ pub fn format_float_f(f: f64) -> String {
         out.push_str(&digits[point as usize..]);
     }
     out
+}
+
+/// A Prometheus label value as Go's client writes it in the text format: `\\`, `"` and
+/// newlines escaped.
+pub fn label_value(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 /// `%v` of a `float64` (`strconv.FormatFloat(f, 'g', -1, 64)`): the shortest digits that

@@ -240,11 +240,7 @@ pub fn render_slis() -> String {
     if slis.is_empty() {
         return String::new();
     }
-    let label = |v: &str| {
-        v.replace('\\', "\\\\")
-            .replace('"', "\\\"")
-            .replace('\n', "\\n")
-    };
+    let label = crate::gofmt::label_value;
     let mut out = String::from(
         "# HELP kubernetes_healthcheck [STABLE] This metric records the result of a single healthcheck.\n\
          # TYPE kubernetes_healthcheck gauge\n",

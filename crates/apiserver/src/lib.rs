@@ -170,7 +170,6 @@ impl Running {
     }
 }
 
-/// The first address of the service range (the `kubernetes` service's ClusterIP).
 /// The address the `kubernetes` Endpoints advertise, as upstream's `ResolveBindAddress`:
 /// the bind address, unless it is unspecified or loopback (a loopback address is never a
 /// valid endpoint), then the first global address among the host's `interfaces` (neither
@@ -202,6 +201,7 @@ fn advertise_address(
         .unwrap_or(host)
 }
 
+/// The first address of the service range (the `kubernetes` service's ClusterIP).
 fn first_service_ip(range: &str) -> Option<IpAddr> {
     let (base, _) = range.split_once('/')?;
     match base.parse::<IpAddr>().ok()? {

@@ -82,11 +82,7 @@ pub fn header(out: &mut String, name: &str, kind: &str, help: &str) {
 }
 
 /// A label value escaped as the text format wants it.
-pub fn label_value(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
+pub use api::gofmt::label_value;
 
 /// Upstream's buckets of the work queues' histograms: `ExponentialBuckets(1e-6, 10, 10)`.
 pub const QUEUE_BUCKETS: [f64; 10] = [1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0];

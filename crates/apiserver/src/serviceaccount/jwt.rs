@@ -567,11 +567,6 @@ fn validate_legacy(
 }
 
 impl Verifier {
-    /// The verdict on `token` at `now_ms`, for the API audiences.
-    pub fn authenticate(&self, token: &str, now_ms: i64, objects: &dyn Objects) -> Verdict {
-        self.authenticate_for(token, now_ms, objects, &self.audiences)
-    }
-
     /// Parses `token` as one of ours and checks its signature and issuer: what the
     /// token alone proves, whatever the time and the objects.
     fn decode(&self, token: &str) -> Result<Decoded, Verdict> {
@@ -806,8 +801,12 @@ mod tests {
         }
 
         fn check(&self, token: &str, now_s: i64) -> Verdict {
-            self.verifier
-                .authenticate(token, now_s * 1000, &self.objects)
+            self.verifier.authenticate_for(
+                token,
+                now_s * 1000,
+                &self.objects,
+                &self.verifier.audiences,
+            )
         }
 
         fn rejected(&self, token: &str, now_s: i64) -> String {

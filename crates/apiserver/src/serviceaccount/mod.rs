@@ -236,11 +236,6 @@ impl Tokens {
         (verdict, unseen)
     }
 
-    /// The verdict on a bearer token now.
-    pub fn authenticate_token(&self, token: &str) -> Verdict {
-        self.verdict(token, &self.verifier.audiences).0
-    }
-
     /// The verdict on a bearer token now for `audiences` (none: the API audiences), as
     /// `TokenReview` asks it.
     pub fn review_token(&self, token: &str, audiences: &[String]) -> Review {
@@ -335,6 +330,8 @@ impl Objects for Noting<'_> {
 /// [`Objects`] over the registry's watch caches (objects parsed once per revision).
 pub struct CacheObjects {
     caches: Vec<(ObjectKind, Arc<Resource>)>,
+    /// The store the caches follow (its current revision is what they catch up to).
+    store: Arc<dyn store::Backend>,
 }
 
 impl CacheObjects {
@@ -351,7 +348,10 @@ impl CacheObjects {
                 .ok_or_else(|| Error::Config(format!("no {} resource", kind.plural())))?;
             caches.push((kind, r));
         }
-        Ok(CacheObjects { caches })
+        Ok(CacheObjects {
+            caches,
+            store: Arc::clone(&registry.store),
+        })
     }
 }
 
@@ -368,11 +368,27 @@ impl Objects for CacheObjects {
 
     fn catch_up(&self) -> futures::future::BoxFuture<'_, ()> {
         Box::pin(async {
-            let syncs = self.caches.iter().map(|(_, r)| r.cacher.sync(CATCH_UP));
-            for outcome in futures::future::join_all(syncs).await {
-                if let Err(e) = outcome {
-                    tracing::debug!(error = %e, "the token caches did not catch up");
+            // One revision for all four caches: they follow the same store.
+            let current = match self.store.current_revision().await {
+                Ok(rev) => rev,
+                Err(e) => {
+                    tracing::debug!(error = %e, "the token caches cannot catch up");
+                    return;
                 }
+            };
+            let waits = self
+                .caches
+                .iter()
+                .map(|(_, r)| r.cacher.wait_for(current, CATCH_UP));
+            if !futures::future::join_all(waits)
+                .await
+                .into_iter()
+                .all(|ok| ok)
+            {
+                tracing::debug!(
+                    revision = current,
+                    "the token caches did not catch up in time"
+                );
             }
         })
     }

@@ -288,10 +288,7 @@ pub async fn scheduler(args: SchedulerArgs) -> anyhow::Result<()> {
         &source,
         runtime::serving::Endpoints {
             metrics: Arc::new(move || {
-                rendered.render()
-                    + &runtime::metrics::render_leader_election(None)
-                    + &runtime::restclient::render()
-                    + &super::memory::render()
+                rendered.render() + &process_metrics(None) + &super::memory::render()
             }),
             healthz,
             livez_readyz,
@@ -567,10 +564,7 @@ pub async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<(
         &source,
         runtime::serving::Endpoints {
             metrics: Arc::new(|| {
-                controller_manager_metrics()
-                    + &runtime::metrics::render_leader_election(None)
-                    + &runtime::restclient::render()
-                    + &super::memory::render()
+                controller_manager_metrics() + &process_metrics(None) + &super::memory::render()
             }),
             healthz: healthz.clone(),
             livez_readyz: None,
@@ -626,6 +620,13 @@ pub async fn run_controller_manager(
         },
     )
     .await
+}
+
+/// The process-wide series every component endpoint shows beside its own: leader
+/// election (the lease `lease`, or every lease of the process) and client-go's
+/// `rest_client_*`.
+pub fn process_metrics(lease: Option<&str>) -> String {
+    runtime::metrics::render_leader_election(lease) + &runtime::restclient::render()
 }
 
 /// The controller manager's metrics: its work queues' (upstream's `workqueue_*`) and its

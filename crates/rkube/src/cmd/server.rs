@@ -394,10 +394,9 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
             let endpoints = || runtime::serving::Endpoints {
                 metrics: Arc::new(|| {
                     super::components::controller_manager_metrics()
-                        + &runtime::metrics::render_leader_election(Some(
+                        + &super::components::process_metrics(Some(
                             super::components::CONTROLLER_MANAGER,
                         ))
-                        + &runtime::restclient::render()
                 }),
                 healthz: healthz.clone(),
                 livez_readyz: None,
@@ -436,10 +435,9 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
                 runtime::serving::Endpoints {
                     metrics: Arc::new(move || {
                         rendered.render()
-                            + &runtime::metrics::render_leader_election(Some(
+                            + &super::components::process_metrics(Some(
                                 super::components::SCHEDULER,
                             ))
-                            + &runtime::restclient::render()
                     }),
                     healthz,
                     livez_readyz,
