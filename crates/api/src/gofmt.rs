@@ -4,6 +4,7 @@
 //! - `strconv`: [`is_print`] (`unicode.IsPrint`), [`go_quote`] / [`go_quote_bytes`]
 //!   (`Quote`, the `%q` verb), and float formatting: [`format_float_e`], [`format_float_f`],
 //!   and [`float_v`] (`'g'` with the shortest precision, which is also `%v`);
+//! - `time`: a `Duration` of whole milliseconds as `String()` prints it ([`go_duration`]);
 //! - `fmt`: `%#v` of a `[]string` ([`go_string_slice`]), `%#U` of a rune ([`go_unicode`]),
 //!   `%v` and `%s` of decoded JSON values ([`v`], [`v_map`], [`v_list`], [`s`]), and `%T`
 //!   ([`GoType::name`]);
@@ -510,6 +511,29 @@ pub fn json(v: &Value) -> String {
     out
 }
 
+/// A `time.Duration` of whole milliseconds as Go prints it (`10s`, `1m20s`, `5m0s`,
+/// `1.5s`, `12h0m0s`).
+pub fn go_duration(d: std::time::Duration) -> String {
+    let secs = d.as_secs();
+    let millis = d.subsec_millis();
+    if secs == 0 && millis == 0 {
+        return "0s".into();
+    }
+    let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
+    let frac = if millis > 0 {
+        format!(".{millis:03}").trim_end_matches('0').to_string()
+    } else {
+        String::new()
+    };
+    if h > 0 {
+        format!("{h}h{m}m{s}{frac}s")
+    } else if m > 0 {
+        format!("{m}m{s}{frac}s")
+    } else {
+        format!("{s}{frac}s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -637,5 +661,16 @@ mod tests {
                 assert_eq!(json_string_len(s, encoder), out.len(), "{s:?}");
             }
         }
+    }
+
+    #[test]
+    fn go_durations() {
+        use std::time::Duration;
+        assert_eq!(go_duration(Duration::ZERO), "0s");
+        assert_eq!(go_duration(Duration::from_secs(10)), "10s");
+        assert_eq!(go_duration(Duration::from_secs(80)), "1m20s");
+        assert_eq!(go_duration(Duration::from_secs(300)), "5m0s");
+        assert_eq!(go_duration(Duration::from_secs(12 * 3600)), "12h0m0s");
+        assert_eq!(go_duration(Duration::from_millis(1500)), "1.5s");
     }
 }

@@ -136,17 +136,18 @@ fn the_seed_command_spreads_three_pods_over_three_nodes() {
     });
 }
 
+/// A scheduler configuration of two profiles: upstream's defaults, and `bin-packer`,
+/// which scores the fullest node best.
+const BIN_PACKER: &str = "apiVersion: kubescheduler.config.k8s.io/v1\n\
+    kind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: default-scheduler\n\
+    - schedulerName: bin-packer\n  pluginConfig:\n  - name: NodeResourcesFit\n    \
+    args: {scoringStrategy: {type: MostAllocated}}\n";
+
 #[test]
 fn failed_scheduling_preemption_and_profiles() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("scheduler.yaml");
-    std::fs::write(
-        &config,
-        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
-         profiles:\n- schedulerName: default-scheduler\n- schedulerName: bin-packer\n  \
-         pluginConfig:\n  - name: NodeResourcesFit\n    args: {scoringStrategy: {type: MostAllocated}}\n",
-    )
-    .unwrap();
+    std::fs::write(&config, BIN_PACKER).unwrap();
     let server = RkubeServer::start_with(&["--scheduler-config", config.to_str().unwrap()]);
     let _sim = SimNodes::start(&server, "a", &["--count", "2", "--cpu", "2"]);
     nodes_schedulable(&server, 2);
@@ -638,6 +639,27 @@ fn server_components_serve_their_endpoints_on_loopback() {
         ok && out.contains("workqueue_adds_total{name=\"replicaset\"}"),
         "{err}"
     );
+    // Their /configz, without leader election (one server on SQLite).
+    let (ok, out, err) = raw(&server, &sched_admin, "/configz");
+    assert!(ok, "{err}");
+    let configz: Value = serde_json::from_str(&out).unwrap();
+    let c = &configz["componentconfig"];
+    assert_eq!(c["leaderElection"]["leaderElect"], false, "{configz}");
+    assert_eq!(c["profiles"][0]["schedulerName"], "default-scheduler");
+    let (ok, out, err) = raw(&server, &cm_admin, "/configz");
+    assert!(ok, "{err}");
+    let configz: Value = serde_json::from_str(&out).unwrap();
+    let c = &configz["kubecontrollermanager.config.k8s.io"];
+    assert_eq!(
+        c["Generic"]["LeaderElection"]["LeaderElect"], false,
+        "{configz}"
+    );
+    assert!(
+        c["Generic"]["ClientConnection"]["Kubeconfig"]
+            .as_str()
+            .is_some_and(|k| k.ends_with("controller.kubeconfig")),
+        "{configz}"
+    );
     // The loopback only.
     assert_eq!(
         std::net::TcpListener::bind(("127.0.0.1", cm_port))
@@ -674,12 +696,20 @@ fn standalone_components_serve_health_and_authorized_metrics() {
     server.kubectl_ok(None, &["create", "serviceaccount", "nobody"]);
     let token = server.kubectl_ok(None, &["create", "token", "nobody"]);
     let nobody = api_kubeconfig(&server, json!({"token": token.trim()}), "nobody");
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("scheduler.yaml");
+    std::fs::write(&config, BIN_PACKER).unwrap();
     let _sched = Proc::component(
         &server,
         "scheduler",
         "scheduler.kubeconfig",
         "one",
-        &["--authorization-kubeconfig", nobody.to_str().unwrap()],
+        &[
+            "--authorization-kubeconfig",
+            nobody.to_str().unwrap(),
+            "--config",
+            config.to_str().unwrap(),
+        ],
         sched_port,
     );
     // (The node's taints are the controller manager's to lift.)
@@ -732,6 +762,39 @@ fn standalone_components_serve_health_and_authorized_metrics() {
     );
     assert_client_metrics(&cm_metrics, server.port);
     assert_client_metrics(&sched_metrics, server.port);
+    // Their configurations, as upstream's /configz: the scheduler's file with upstream's
+    // defaults merged in, the controller manager's settings.
+    let configz = |kubeconfig: &std::path::Path, name: &str| -> Value {
+        let (ok, out, err) = raw(&server, kubeconfig, "/configz");
+        assert!(ok, "{err}");
+        serde_json::from_str::<Value>(&out).unwrap()[name].take()
+    };
+    let sched_config = configz(&sched_admin, "componentconfig");
+    assert_eq!(sched_config["kind"], "KubeSchedulerConfiguration");
+    assert_eq!(sched_config["leaderElection"]["leaderElect"], true);
+    assert_eq!(sched_config["leaderElection"]["leaseDuration"], "15s");
+    let bin_packer = &sched_config["profiles"][1];
+    assert_eq!(bin_packer["schedulerName"], "bin-packer");
+    assert_eq!(
+        bin_packer["pluginConfig"][0]["args"]["scoringStrategy"],
+        json!({"type": "MostAllocated", "resources": [
+            {"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]}),
+        "{sched_config}"
+    );
+    assert_eq!(
+        bin_packer["plugins"]["multiPoint"]["enabled"][4],
+        json!({"name": "TaintToleration", "weight": 3})
+    );
+    let cm_config = configz(&cm_admin, "kubecontrollermanager.config.k8s.io");
+    assert_eq!(
+        cm_config["Generic"]["LeaderElection"]["ResourceName"],
+        "kube-controller-manager"
+    );
+    assert_eq!(cm_config["NodeIPAMController"]["NodeCIDRMaskSize"], 24);
+    assert_eq!(
+        cm_config["NodeLifecycleController"]["NodeMonitorGracePeriod"],
+        "50s"
+    );
     assert!(
         sched_metrics.contains(
             "scheduler_schedule_attempts_total{profile=\"default-scheduler\",result=\"scheduled\"} 1\n"

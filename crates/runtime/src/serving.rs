@@ -332,6 +332,17 @@ pub struct Endpoints {
     /// `/livez`'s and `/readyz`'s when served (the scheduler serves all three, the
     /// controller manager `/healthz` only, as upstream's).
     pub livez_readyz: Option<(Checks, Checks)>,
+    /// `/configz`'s document: the component's configuration under its name, as
+    /// upstream's `configz` package serves it (`{"componentconfig": {...}}`); `None`:
+    /// not served.
+    pub configz: Option<Arc<serde_json::Value>>,
+}
+
+/// The `/configz` document of a component serving `config` under `name`.
+pub fn configz(name: &str, config: serde_json::Value) -> Arc<serde_json::Value> {
+    let mut doc = serde_json::Map::new();
+    doc.insert(name.to_string(), config);
+    Arc::new(serde_json::Value::Object(doc))
 }
 
 /// A named health check, run each time its endpoint is read.
@@ -581,6 +592,11 @@ async fn handle<B>(
             text,
         );
     }
+    if path == "/configz"
+        && let Some(doc) = &endpoints.configz
+    {
+        return respond(StatusCode::OK, "application/json", doc.to_string());
+    }
     match health(endpoints, path, req.uri().query().unwrap_or("")).await {
         Some(answer) => {
             let code =
@@ -706,6 +722,7 @@ mod tests {
             metrics: Arc::new(String::new),
             healthz: Checks::default(),
             livez_readyz: Some((Checks::default(), readyz)),
+            configz: None,
         };
         let get = |path: &'static str, query: &'static str| {
             let endpoints = endpoints.clone();

@@ -491,6 +491,17 @@ fn priority_plugin(name: &str) -> Option<(&'static str, Option<&'static str>)> {
 /// The default profile shaped by an older `Policy` file (`--policy-config-file`):
 /// `predicates` choose the filters, `priorities` the scores and their weights.
 pub fn from_policy(text: &str) -> Result<Profile, ConfigError> {
+    let doc = policy_as_config(text)?;
+    from_config(&doc.to_string())?
+        .pop()
+        .ok_or_else(|| ConfigError::Invalid("a policy makes one profile".into()))
+}
+
+/// The `KubeSchedulerConfiguration` an older `Policy` file amounts to: its predicates as
+/// the filters and its priorities as the scores (each point's defaults disabled), the
+/// priorities' scoring strategies as plugin args; what [`from_policy`] builds a profile
+/// from and `/configz` shows.
+pub fn policy_as_config(text: &str) -> Result<Value, ConfigError> {
     let v: Value = serde_yaml_ng::from_str(text).map_err(|e| ConfigError::Decode(e.to_string()))?;
     if v["kind"] != "Policy" {
         return Err(ConfigError::Decode(format!(
@@ -498,36 +509,424 @@ pub fn from_policy(text: &str) -> Result<Profile, ConfigError> {
             v["kind"].as_str().unwrap_or_default()
         )));
     }
-    let mut set = PluginSet::defaults();
-    let mut args = BTreeMap::new();
+    let plugin = |name: &str, weight: Option<i64>| match weight {
+        Some(w) => serde_json::json!({"name": name, "weight": w}),
+        None => serde_json::json!({"name": name}),
+    };
+    let mut plugins = serde_json::Map::new();
+    let mut plugin_config = Vec::new();
     if let Some(preds) = v["predicates"].as_array() {
-        set.disable("filter", "*");
+        let mut enabled: Vec<Value> = Vec::new();
         for p in preds {
             let name = p["name"].as_str().unwrap_or_default();
-            let plugins = predicate_plugins(name).ok_or_else(|| {
+            let names = predicate_plugins(name).ok_or_else(|| {
                 ConfigError::Invalid(format!("predicate type not found for {name}"))
             })?;
-            for pl in plugins {
-                set.enable("filter", pl, 0);
+            for n in names {
+                if !enabled.iter().any(|e| e["name"] == *n) {
+                    enabled.push(plugin(n, None));
+                }
             }
         }
+        plugins.insert(
+            "filter".into(),
+            serde_json::json!({"disabled": [{"name": "*"}], "enabled": enabled}),
+        );
     }
     if let Some(prios) = v["priorities"].as_array() {
-        set.disable("score", "*");
+        let mut enabled: Vec<Value> = Vec::new();
         for p in prios {
             let name = p["name"].as_str().unwrap_or_default();
-            let (plugin, strategy) = priority_plugin(name).ok_or_else(|| {
+            let (n, strategy) = priority_plugin(name).ok_or_else(|| {
                 ConfigError::Invalid(format!("priority type not found for {name}"))
             })?;
             let weight = p["weight"].as_i64().unwrap_or(1);
-            set.enable("score", plugin, weight);
+            match enabled.iter_mut().find(|e| e["name"] == n) {
+                Some(e) => e["weight"] = weight.into(),
+                None => enabled.push(plugin(n, Some(weight))),
+            }
             if let Some(s) = strategy {
-                args.insert(
-                    plugin.to_string(),
-                    serde_json::json!({"scoringStrategy": {"type": s}}),
-                );
+                plugin_config.retain(|c: &Value| c["name"] != n);
+                plugin_config.push(serde_json::json!({
+                    "name": n,
+                    "args": {"scoringStrategy": {"type": s}},
+                }));
+            }
+        }
+        plugins.insert(
+            "score".into(),
+            serde_json::json!({"disabled": [{"name": "*"}], "enabled": enabled}),
+        );
+    }
+    Ok(serde_json::json!({
+        "apiVersion": V1,
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [{
+            "schedulerName": "default-scheduler",
+            "plugins": plugins,
+            "pluginConfig": plugin_config,
+        }],
+    }))
+}
+
+const V1: &str = "kubescheduler.config.k8s.io/v1";
+
+/// What upstream's defaulting makes of a `KubeSchedulerConfiguration` (`None`: no file),
+/// as its `/configz` shows it: the file's settings, each profile's plugins with the
+/// default multiPoint set merged in (a plugin the profile re-enables replaced in place,
+/// new ones appended, disabled ones dropped), and every enabled plugin's args defaulted.
+/// The connection and leader-election sections are the caller's (they come from flags).
+pub fn effective_config(text: Option<&str>) -> Result<Value, ConfigError> {
+    let doc: Value = match text {
+        Some(t) => {
+            // Checked as the scheduler reads it, so a file that would not start
+            // never renders.
+            from_config(t)?;
+            serde_yaml_ng::from_str(t).map_err(|e| ConfigError::Decode(e.to_string()))?
+        }
+        None => Value::Null,
+    };
+    let mut profiles: Vec<Value> = doc["profiles"].as_array().cloned().unwrap_or_default();
+    if profiles.is_empty() {
+        profiles.push(Value::Null);
+    }
+    let number = |field: &str, default: i64| doc[field].as_i64().unwrap_or(default);
+    Ok(serde_json::json!({
+        "apiVersion": V1,
+        "kind": "KubeSchedulerConfiguration",
+        "parallelism": number("parallelism", 16),
+        "percentageOfNodesToScore": number("percentageOfNodesToScore", 0),
+        "podInitialBackoffSeconds": crate::queue::INITIAL_BACKOFF.as_secs(),
+        "podMaxBackoffSeconds": crate::queue::MAX_BACKOFF.as_secs(),
+        "enableProfiling": false,
+        "enableContentionProfiling": false,
+        "profiles": profiles.iter().map(render_profile).collect::<Vec<_>>(),
+    }))
+}
+
+fn render_profile(p: &Value) -> Value {
+    let mut out = serde_json::Map::new();
+    out.insert(
+        "schedulerName".into(),
+        p["schedulerName"]
+            .as_str()
+            .unwrap_or("default-scheduler")
+            .into(),
+    );
+    if let Some(n) = p["percentageOfNodesToScore"].as_i64() {
+        out.insert("percentageOfNodesToScore".into(), n.into());
+    }
+    let custom = &p["plugins"];
+    let mut plugins = serde_json::Map::new();
+    let multi = merged_multi_point(&custom["multiPoint"]);
+    let mut enabled: Vec<String> = multi.iter().map(|(n, _)| n.clone()).collect();
+    let mut multi_set = serde_json::Map::new();
+    multi_set.insert("enabled".into(), rendered_plugins(&multi));
+    let multi_disabled = names(&custom["multiPoint"], "disabled");
+    if !multi_disabled.is_empty() {
+        multi_set.insert("disabled".into(), unweighted(&multi_disabled));
+    }
+    plugins.insert("multiPoint".into(), Value::Object(multi_set));
+    // PreEnqueue (SchedulingGates') comes first, as in upstream's `Plugins`.
+    for point in std::iter::once(&"preEnqueue").chain(POINTS) {
+        let mut set = serde_json::Map::new();
+        let on = weighted(&custom[*point], "enabled");
+        let off = names(&custom[*point], "disabled");
+        enabled.extend(on.iter().map(|(n, _)| n.clone()));
+        if !on.is_empty() {
+            set.insert("enabled".into(), rendered_plugins(&on));
+        }
+        if !off.is_empty() {
+            set.insert("disabled".into(), unweighted(&off));
+        }
+        plugins.insert((*point).into(), Value::Object(set));
+    }
+    out.insert("plugins".into(), Value::Object(plugins));
+    // The profile's own args first, defaulted; then, by name, the defaults of every
+    // enabled plugin that takes args and has none.
+    let mut config: Vec<Value> = Vec::new();
+    for c in p["pluginConfig"].as_array().into_iter().flatten() {
+        let name = c["name"].as_str().unwrap_or_default();
+        let args = match default_args(name) {
+            Some(d) => defaulted(name, &c["args"], d),
+            None => c["args"].clone(),
+        };
+        config.push(serde_json::json!({"name": name, "args": args}));
+    }
+    enabled.sort();
+    enabled.dedup();
+    for name in enabled {
+        if config.iter().any(|c| c["name"] == name.as_str()) {
+            continue;
+        }
+        if let Some(d) = default_args(&name) {
+            config
+                .push(serde_json::json!({"name": name, "args": defaulted(&name, &Value::Null, d)}));
+        }
+    }
+    out.insert("pluginConfig".into(), Value::Array(config));
+    Value::Object(out)
+}
+
+/// Upstream's default multiPoint set merged with a profile's (`mergePluginSet`).
+fn merged_multi_point(custom: &Value) -> Vec<(String, Option<i64>)> {
+    let disabled = names(custom, "disabled");
+    let wanted = weighted(custom, "enabled");
+    let mut used = vec![false; wanted.len()];
+    let mut out = Vec::new();
+    if !disabled.iter().any(|(n, _)| n == "*") {
+        for (name, weight) in DEFAULTS {
+            if disabled.iter().any(|(n, _)| n == name) {
+                continue;
+            }
+            match wanted.iter().position(|(n, _)| n == name) {
+                Some(i) => {
+                    used[i] = true;
+                    out.push(wanted[i].clone());
+                }
+                None => out.push(((*name).to_string(), Some(*weight))),
             }
         }
     }
-    build("default-scheduler", &set, &args, 0)
+    out.extend(
+        wanted
+            .iter()
+            .zip(used)
+            .filter(|(_, u)| !u)
+            .map(|(p, _)| p.clone()),
+    );
+    out
+}
+
+/// A plugin set's list, with the weights given (`None`: unset).
+fn weighted(v: &Value, field: &str) -> Vec<(String, Option<i64>)> {
+    v[field]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| Some((p["name"].as_str()?.to_string(), p["weight"].as_i64())))
+        .collect()
+}
+
+fn rendered_plugins(list: &[(String, Option<i64>)]) -> Value {
+    list.iter()
+        .map(|(name, weight)| serde_json::json!({"name": name, "weight": weight.unwrap_or(0)}))
+        .collect()
+}
+
+fn unweighted(list: &[(String, i64)]) -> Value {
+    list.iter()
+        .map(|(name, _)| serde_json::json!({"name": name}))
+        .collect()
+}
+
+/// The v1 default args of a plugin that takes args.
+fn default_args(name: &str) -> Option<Value> {
+    let cpu_memory =
+        serde_json::json!([{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]);
+    Some(match name {
+        "DefaultPreemption" => {
+            serde_json::json!({"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 100})
+        }
+        "InterPodAffinity" => {
+            serde_json::json!({"hardPodAffinityWeight": 1, "ignorePreferredTermsOfExistingPods": false})
+        }
+        "NodeAffinity" => serde_json::json!({}),
+        "NodeResourcesBalancedAllocation" => serde_json::json!({"resources": cpu_memory}),
+        "NodeResourcesFit" => {
+            serde_json::json!({"scoringStrategy": {"type": "LeastAllocated", "resources": cpu_memory}})
+        }
+        "PodTopologySpread" => serde_json::json!({"defaultingType": "System"}),
+        "VolumeBinding" => serde_json::json!({"bindTimeoutSeconds": 600}),
+        _ => return None,
+    })
+}
+
+/// `args` with `defaults` filled in where unset (resource lists as upstream's defaulting:
+/// empty takes the default list, a weight of 0 becomes 1), typed as `<Plugin>Args`.
+fn defaulted(name: &str, args: &Value, defaults: Value) -> Value {
+    let mut out = args.as_object().cloned().unwrap_or_default();
+    let Value::Object(defaults) = defaults else {
+        return Value::Object(out);
+    };
+    for (k, v) in defaults {
+        let slot = out.entry(k.clone()).or_insert(Value::Null);
+        if slot.is_null() {
+            *slot = v;
+        } else if k == "scoringStrategy"
+            && let (Some(s), Value::Object(d)) = (slot.as_object_mut(), v)
+        {
+            for (dk, dv) in d {
+                let empty = s
+                    .get(&dk)
+                    .is_none_or(|x| x.is_null() || x.as_array().is_some_and(Vec::is_empty));
+                if empty {
+                    s.insert(dk, dv);
+                }
+            }
+        }
+    }
+    let resources = match out.get_mut("scoringStrategy") {
+        Some(s) => s.get_mut("resources"),
+        None => out.get_mut("resources"),
+    };
+    for r in resources
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        if r["weight"].as_i64().unwrap_or(0) == 0 {
+            r["weight"] = 1.into();
+        }
+    }
+    out.insert("apiVersion".into(), V1.into());
+    out.insert("kind".into(), format!("{name}Args").into());
+    Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn plugin_names(list: &Value) -> Vec<(&str, i64)> {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                (
+                    p["name"].as_str().unwrap(),
+                    p["weight"].as_i64().unwrap_or(-1),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn without_a_file_the_effective_configuration_is_upstreams_defaults() {
+        let c = effective_config(None).unwrap();
+        assert_eq!(c["apiVersion"], "kubescheduler.config.k8s.io/v1");
+        assert_eq!(c["kind"], "KubeSchedulerConfiguration");
+        assert_eq!(c["podInitialBackoffSeconds"], 1);
+        assert_eq!(c["podMaxBackoffSeconds"], 10);
+        let profiles = c["profiles"].as_array().unwrap();
+        assert_eq!(profiles.len(), 1);
+        let p = &profiles[0];
+        assert_eq!(p["schedulerName"], "default-scheduler");
+        assert_eq!(
+            plugin_names(&p["plugins"]["multiPoint"]["enabled"]),
+            DEFAULTS.to_vec()
+        );
+        assert_eq!(p["plugins"]["filter"], serde_json::json!({}));
+        assert_eq!(p["plugins"]["preEnqueue"], serde_json::json!({}));
+        let configs: Vec<&str> = p["pluginConfig"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            configs,
+            [
+                "DefaultPreemption",
+                "InterPodAffinity",
+                "NodeAffinity",
+                "NodeResourcesBalancedAllocation",
+                "NodeResourcesFit",
+                "PodTopologySpread",
+                "VolumeBinding"
+            ]
+        );
+        assert_eq!(
+            p["pluginConfig"][4]["args"],
+            serde_json::json!({
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "NodeResourcesFitArgs",
+                "scoringStrategy": {"type": "LeastAllocated", "resources": [
+                    {"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]},
+            })
+        );
+    }
+
+    #[test]
+    fn a_profiles_plugins_and_args_are_merged_with_the_defaults() {
+        let c = effective_config(Some(
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+             percentageOfNodesToScore: 30\nprofiles:\n- schedulerName: default-scheduler\n\
+             - schedulerName: bin-packer\n  percentageOfNodesToScore: 50\n  plugins:\n    \
+             multiPoint:\n      enabled:\n      - {name: TaintToleration, weight: 7}\n      \
+             disabled:\n      - {name: ImageLocality}\n      - {name: InterPodAffinity}\n    \
+             score:\n      disabled:\n      - {name: NodeResourcesBalancedAllocation}\n  \
+             pluginConfig:\n  - name: NodeResourcesFit\n    args: {scoringStrategy: {type: MostAllocated}}\n",
+        ))
+        .unwrap();
+        assert_eq!(c["percentageOfNodesToScore"], 30);
+        let p = &c["profiles"][1];
+        assert_eq!(p["schedulerName"], "bin-packer");
+        assert_eq!(p["percentageOfNodesToScore"], 50);
+        let multi = plugin_names(&p["plugins"]["multiPoint"]["enabled"]);
+        // Replaced in place, the disabled ones gone.
+        assert_eq!(multi[4], ("TaintToleration", 7));
+        assert!(
+            !multi
+                .iter()
+                .any(|(n, _)| *n == "ImageLocality" || *n == "InterPodAffinity")
+        );
+        assert_eq!(
+            p["plugins"]["score"],
+            serde_json::json!({"disabled": [{"name": "NodeResourcesBalancedAllocation"}]})
+        );
+        let args = &p["pluginConfig"][0];
+        assert_eq!(args["name"], "NodeResourcesFit");
+        assert_eq!(args["args"]["scoringStrategy"]["type"], "MostAllocated");
+        assert_eq!(
+            args["args"]["scoringStrategy"]["resources"][1],
+            serde_json::json!({"name": "memory", "weight": 1})
+        );
+        assert!(
+            !p["pluginConfig"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["name"] == "InterPodAffinity"),
+            "a disabled plugin gets no default args"
+        );
+        // A file the scheduler would refuse renders nothing.
+        assert!(
+            effective_config(Some(
+                "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+                 percentageOfNodesToScore: 300\n"
+            ))
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn a_policy_renders_as_the_configuration_it_amounts_to() {
+        let policy = r#"{"kind": "Policy", "apiVersion": "v1",
+            "predicates": [{"name": "PodFitsResources"}, {"name": "GeneralPredicates"}],
+            "priorities": [{"name": "MostRequestedPriority", "weight": 3}]}"#;
+        let doc = policy_as_config(policy).unwrap();
+        let p = &doc["profiles"][0];
+        assert_eq!(
+            p["plugins"]["filter"]["enabled"],
+            serde_json::json!([{"name": "NodeResourcesFit"}, {"name": "NodeName"},
+                {"name": "NodePorts"}, {"name": "NodeAffinity"}])
+        );
+        assert_eq!(
+            p["plugins"]["score"],
+            serde_json::json!({"disabled": [{"name": "*"}],
+                "enabled": [{"name": "NodeResourcesFit", "weight": 3}]})
+        );
+        let rendered = effective_config(Some(&doc.to_string())).unwrap();
+        assert_eq!(
+            rendered["profiles"][0]["pluginConfig"][0]["args"]["scoringStrategy"]["type"],
+            "MostAllocated"
+        );
+        assert!(matches!(
+            policy_as_config(r#"{"kind": "Policy", "priorities": [{"name": "Nope"}]}"#),
+            Err(ConfigError::Invalid(m)) if m == "priority type not found for Nope"
+        ));
+    }
 }

@@ -108,28 +108,7 @@ impl Backoff {
     }
 }
 
-/// Upstream's `format.HumanDuration`-like rendering of a back-off (`10s`, `1m20s`, `5m0s`),
-/// as Go prints a `time.Duration` of whole seconds.
-pub fn go_duration(d: Duration) -> String {
-    let secs = d.as_secs();
-    let millis = d.subsec_millis();
-    if secs == 0 && millis == 0 {
-        return "0s".into();
-    }
-    let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
-    let frac = if millis > 0 {
-        format!(".{:03}", millis).trim_end_matches('0').to_string()
-    } else {
-        String::new()
-    };
-    if h > 0 {
-        format!("{h}h{m}m{s}{frac}s")
-    } else if m > 0 {
-        format!("{m}m{s}{frac}s")
-    } else {
-        format!("{s}{frac}s")
-    }
-}
+pub use api::gofmt::go_duration;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -167,13 +146,5 @@ mod tests {
         assert!(!b.in_backoff_since_update("img", t(10)));
         b.gc(t(1000));
         assert_eq!(b.get("img"), Duration::ZERO);
-    }
-
-    #[test]
-    fn go_durations() {
-        assert_eq!(go_duration(Duration::from_secs(10)), "10s");
-        assert_eq!(go_duration(Duration::from_secs(80)), "1m20s");
-        assert_eq!(go_duration(Duration::from_secs(300)), "5m0s");
-        assert_eq!(go_duration(Duration::from_millis(1500)), "1.5s");
     }
 }

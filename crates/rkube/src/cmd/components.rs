@@ -189,6 +189,123 @@ pub fn load_profiles(
     Ok(vec![scheduler::config::default_profile()])
 }
 
+/// The scheduler's `/configz` document (upstream's `componentconfig`): the effective
+/// `KubeSchedulerConfiguration` of its options, a policy file rendered as the profile it
+/// makes, with the connection and leader election it runs with.
+pub fn scheduler_configz(
+    opts: &SchedulerOptions,
+    leader_elect: bool,
+    kubeconfig: &Path,
+) -> anyhow::Result<Arc<serde_json::Value>> {
+    let text = match (&opts.config, &opts.policy_config_file) {
+        (Some(path), _) => Some(std::fs::read_to_string(path)?),
+        (None, Some(path)) => {
+            let policy = std::fs::read_to_string(path)?;
+            Some(scheduler::config::policy_as_config(&policy)?.to_string())
+        }
+        (None, None) => None,
+    };
+    let mut config = scheduler::config::effective_config(text.as_deref())?;
+    let d = |d: std::time::Duration| api::gofmt::go_duration(d);
+    use runtime::leaderelection::{
+        DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD,
+    };
+    config["leaderElection"] = serde_json::json!({
+        "leaderElect": leader_elect,
+        "leaseDuration": d(DEFAULT_LEASE_DURATION),
+        "renewDeadline": d(DEFAULT_RENEW_DEADLINE),
+        "retryPeriod": d(DEFAULT_RETRY_PERIOD),
+        "resourceLock": "leases",
+        "resourceName": SCHEDULER,
+        "resourceNamespace": "kube-system",
+    });
+    config["clientConnection"] = client_connection(kubeconfig, false);
+    Ok(runtime::serving::configz("componentconfig", config))
+}
+
+/// A component's `clientConnection` as it runs: JSON, and no client-side rate limit
+/// (a negative QPS, as client-go reads it). The controller manager's v1alpha1
+/// configuration spells its fields capitalized.
+fn client_connection(kubeconfig: &Path, capitalized: bool) -> serde_json::Value {
+    let fields = [
+        (
+            "kubeconfig",
+            serde_json::Value::from(kubeconfig.display().to_string()),
+        ),
+        ("acceptContentTypes", "".into()),
+        ("contentType", "application/json".into()),
+        ("qps", (-1).into()),
+        ("burst", 0.into()),
+    ];
+    fields
+        .into_iter()
+        .map(|(k, v)| {
+            let key = if capitalized {
+                match k {
+                    "qps" => "QPS".to_string(),
+                    _ => k[..1].to_ascii_uppercase() + &k[1..],
+                }
+            } else {
+                k.to_string()
+            };
+            (key, v)
+        })
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
+/// The controller manager's `/configz` document (upstream's
+/// `kubecontrollermanager.config.k8s.io`): a `KubeControllerManagerConfiguration`
+/// (v1alpha1, whose fields are capitalized) of the settings it runs with.
+pub fn controller_manager_configz(
+    options: &ControllerOptions,
+    leader_elect: bool,
+    kubeconfig: &Path,
+) -> Arc<serde_json::Value> {
+    use runtime::leaderelection::{
+        DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD,
+    };
+    let d = |d: std::time::Duration| api::gofmt::go_duration(d);
+    let root_ca = options
+        .root_ca_file
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let config = serde_json::json!({
+        "kind": "KubeControllerManagerConfiguration",
+        "apiVersion": "kubecontrollermanager.config.k8s.io/v1alpha1",
+        "Generic": {
+            "ClientConnection": client_connection(kubeconfig, true),
+            "LeaderElection": {
+                "LeaderElect": leader_elect,
+                "LeaseDuration": d(DEFAULT_LEASE_DURATION),
+                "RenewDeadline": d(DEFAULT_RENEW_DEADLINE),
+                "RetryPeriod": d(DEFAULT_RETRY_PERIOD),
+                "ResourceLock": "leases",
+                "ResourceName": CONTROLLER_MANAGER,
+                "ResourceNamespace": "kube-system",
+            },
+            "Controllers": ["*"],
+        },
+        "KubeCloudShared": {
+            "ClusterCIDR": options.cluster_cidr,
+            "AllocateNodeCIDRs": options.allocate_node_cidrs,
+            "NodeMonitorPeriod": d(options.node_monitor_period),
+        },
+        "NodeIPAMController": {"NodeCIDRMaskSize": options.node_cidr_mask_size},
+        "NodeLifecycleController": {
+            "NodeMonitorGracePeriod": d(options.node_monitor_grace_period),
+        },
+        "EndpointSliceController": {"MaxEndpointsPerSlice": options.max_endpoints_per_slice},
+        "PodGCController": {"TerminatedPodGCThreshold": options.terminated_pod_gc_threshold},
+        "ResourceQuotaController": {
+            "ResourceQuotaSyncPeriod": d(options.resource_quota_sync_period),
+        },
+        "SAController": {"RootCAFile": root_ca},
+    });
+    runtime::serving::configz("kubecontrollermanager.config.k8s.io", config)
+}
+
 fn host_name() -> String {
     std::fs::read_to_string("/etc/hostname")
         .ok()
@@ -277,6 +394,7 @@ pub const CONTROLLER_MANAGER: &str = "kube-controller-manager";
 /// `rkube scheduler`: runs until SIGTERM.
 pub async fn scheduler(args: SchedulerArgs) -> anyhow::Result<()> {
     let profiles = load_profiles(&args.options)?;
+    let configz = scheduler_configz(&args.options, args.leader_elect, &args.kubeconfig)?;
     let source = ClientSource::kubeconfig(args.kubeconfig).for_component(SCHEDULER);
     let metrics: Arc<scheduler::metrics::Metrics> = Arc::default();
     let rendered = Arc::clone(&metrics);
@@ -292,6 +410,7 @@ pub async fn scheduler(args: SchedulerArgs) -> anyhow::Result<()> {
             }),
             healthz,
             livez_readyz,
+            configz: Some(configz),
         },
     )
     .await?;
@@ -555,6 +674,7 @@ pub fn check_controller_options(opts: &ControllerOptions) -> anyhow::Result<()> 
 /// `rkube controller-manager`: runs until SIGTERM.
 pub async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<()> {
     check_controller_options(&args.options)?;
+    let configz = controller_manager_configz(&args.options, args.leader_elect, &args.kubeconfig);
     let source = ClientSource::kubeconfig(args.kubeconfig).for_component(CONTROLLER_MANAGER);
     let health = Health::default();
     let healthz = Checks::new(health.leader_checks(args.leader_elect));
@@ -568,6 +688,7 @@ pub async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<(
             }),
             healthz: healthz.clone(),
             livez_readyz: None,
+            configz: Some(configz),
         },
     )
     .await?;

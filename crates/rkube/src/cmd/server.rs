@@ -383,6 +383,11 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
             super::components::CONTROLLER_MANAGER,
         );
         let options = args.controllers.clone();
+        let configz = super::components::controller_manager_configz(
+            &options,
+            leader_elect,
+            source.kubeconfig_path(),
+        );
         let stop = stopped();
         running
             .server
@@ -400,6 +405,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
                 }),
                 healthz: healthz.clone(),
                 livez_readyz: None,
+                configz: Some(Arc::clone(&configz)),
             };
             let _serving =
                 match super::components::serve_if_bound(cm_endpoint, &source, endpoints).await {
@@ -420,6 +426,11 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     }
     if !args.disable_scheduler {
         let source = source("scheduler.kubeconfig", super::components::SCHEDULER);
+        let configz = super::components::scheduler_configz(
+            &args.scheduler,
+            leader_elect,
+            source.kubeconfig_path(),
+        )?;
         let stop = stopped();
         let metrics = Arc::new(scheduler::metrics::Metrics::default());
         let rendered = Arc::clone(&metrics);
@@ -441,6 +452,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
                     }),
                     healthz,
                     livez_readyz,
+                    configz: Some(Arc::clone(&configz)),
                 }
             };
             let _serving =
