@@ -277,7 +277,9 @@ pub async fn start(
         .map_err(|e| Error::Config(format!("{}: {e}", config.data_dir.display())))?;
     let sans = pki::serving_sans(
         &config.tls_san,
-        first_service_ip(&config.service_cluster_ip_range),
+        first_service_ip(&config.service_cluster_ip_range)
+            .into_iter()
+            .chain(config.advertise_address),
     );
     let pki = Pki::ensure(&config.data_dir, &sans)?;
     let client_roots = server::load_roots(&pki.client_ca_cert)?;

@@ -130,8 +130,11 @@ fn issue(
     Ok((cert.pem(), key.serialize_pem()))
 }
 
-/// The names and addresses the serving certificate covers.
-pub fn serving_sans(extra: &[String], service_ip: Option<IpAddr>) -> Vec<SanType> {
+/// The names and addresses the serving certificate covers: the `kubernetes` Service's
+/// names, the host's name and addresses, `extra` (`--tls-san`), and `addresses` (the
+/// Service's cluster IP and the advertised address, as upstream's self-signed
+/// certificate names them).
+pub fn serving_sans(extra: &[String], addresses: impl IntoIterator<Item = IpAddr>) -> Vec<SanType> {
     let mut sans = Vec::new();
     for dns in [
         "localhost",
@@ -148,7 +151,7 @@ pub fn serving_sans(extra: &[String], service_ip: Option<IpAddr>) -> Vec<SanType
     if let Ok(ifaces) = if_addrs::get_if_addrs() {
         ips.extend(ifaces.into_iter().map(|i| i.ip()));
     }
-    ips.extend(service_ip);
+    ips.extend(addresses);
     if let Ok(host) = std::fs::read_to_string("/etc/hostname")
         && let Ok(name) = host.trim().to_string().try_into()
     {

@@ -333,7 +333,8 @@ fn endpoints_and_slices_follow_services_and_pods() {
     drop(sim);
 }
 
-/// `--advertise-address` is the address of the `kubernetes` Endpoints, as upstream's flag.
+/// `--advertise-address` is the address of the `kubernetes` Endpoints, as upstream's flag,
+/// and one the serving certificate names.
 #[test]
 fn the_kubernetes_endpoints_follow_advertise_address() {
     let server = RkubeServer::start_with(&["--advertise-address", "192.0.2.10"]);
@@ -349,5 +350,27 @@ fn the_kubernetes_endpoints_follow_advertise_address() {
         api["subsets"][0]["ports"][0]["port"],
         json!(server.port),
         "{api}"
+    );
+    // The serving certificate names the advertised address (kubectl verifies the
+    // certificate against the name it is told, here an address), and not another.
+    let raw = |name: &str| {
+        server.kubectl(&[
+            &format!("--tls-server-name={name}"),
+            "get",
+            "--raw",
+            "/healthz",
+        ])
+    };
+    let ok = raw("192.0.2.10");
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let refused = raw("192.0.2.11");
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && err.contains("192.0.2.11"),
+        "{err}"
     );
 }

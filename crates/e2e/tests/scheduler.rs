@@ -698,7 +698,11 @@ fn standalone_components_serve_health_and_authorized_metrics() {
     let nobody = api_kubeconfig(&server, json!({"token": token.trim()}), "nobody");
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("scheduler.yaml");
-    std::fs::write(&config, BIN_PACKER).unwrap();
+    std::fs::write(
+        &config,
+        format!("{BIN_PACKER}podInitialBackoffSeconds: 2\n"),
+    )
+    .unwrap();
     let _sched = Proc::component(
         &server,
         "scheduler",
@@ -773,6 +777,8 @@ fn standalone_components_serve_health_and_authorized_metrics() {
     assert_eq!(sched_config["kind"], "KubeSchedulerConfiguration");
     assert_eq!(sched_config["leaderElection"]["leaderElect"], true);
     assert_eq!(sched_config["leaderElection"]["leaseDuration"], "15s");
+    assert_eq!(sched_config["podInitialBackoffSeconds"], 2);
+    assert_eq!(sched_config["podMaxBackoffSeconds"], 10);
     let bin_packer = &sched_config["profiles"][1];
     assert_eq!(bin_packer["schedulerName"], "bin-packer");
     assert_eq!(

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -14,6 +15,7 @@ use crate::plugins::{
     BalancedAllocation, ImageLocality, NodeAffinity, NodeName, NodePorts, NodeResourcesFit,
     NodeUnschedulable, ScoringStrategy, TaintToleration, shared,
 };
+use crate::queue::Backoff;
 use crate::topology::{Defaulting, InterPodAffinity, PodTopologySpread};
 
 /// A configuration that cannot be used.
@@ -399,6 +401,7 @@ pub fn from_config(text: &str) -> Result<Vec<Profile>, ConfigError> {
         )));
     }
     let global_pct = percentage(&v["percentageOfNodesToScore"])?;
+    backoff(&v)?;
     let profiles = v["profiles"].as_array().cloned().unwrap_or_default();
     if profiles.is_empty() {
         return Ok(vec![with_percentage(default_profile(), global_pct)]);
@@ -429,6 +432,50 @@ pub fn from_config(text: &str) -> Result<Vec<Profile>, ConfigError> {
         out.push(build(&name, &set, &args, pct)?);
     }
     Ok(out)
+}
+
+/// The back-off a `KubeSchedulerConfiguration` sets (`podInitialBackoffSeconds`,
+/// `podMaxBackoffSeconds`; upstream's 1 s and 10 s unless set); `None`: no file.
+pub fn pod_backoff(text: Option<&str>) -> Result<Backoff, ConfigError> {
+    match text {
+        Some(t) => {
+            let v: Value =
+                serde_yaml_ng::from_str(t).map_err(|e| ConfigError::Decode(e.to_string()))?;
+            backoff(&v)
+        }
+        None => Ok(Backoff::default()),
+    }
+}
+
+/// The back-off of a configuration document, checked as upstream's validation does.
+fn backoff(v: &Value) -> Result<Backoff, ConfigError> {
+    let seconds = |field: &str, default: Duration| -> Result<(i64, Duration), ConfigError> {
+        match &v[field] {
+            Value::Null => Ok((i64::try_from(default.as_secs()).unwrap_or(0), default)),
+            n => {
+                let secs = n.as_i64().ok_or_else(|| {
+                    ConfigError::Decode(format!("{field}: expected an integer, got {n}"))
+                })?;
+                Ok((secs, Duration::from_secs(u64::try_from(secs).unwrap_or(0))))
+            }
+        }
+    };
+    let (initial, initial_d) = seconds("podInitialBackoffSeconds", crate::queue::INITIAL_BACKOFF)?;
+    let (max, max_d) = seconds("podMaxBackoffSeconds", crate::queue::MAX_BACKOFF)?;
+    if initial <= 0 {
+        return Err(ConfigError::Invalid(format!(
+            "podInitialBackoffSeconds: Invalid value: {initial}: must be greater than 0"
+        )));
+    }
+    if max < initial {
+        return Err(ConfigError::Invalid(format!(
+            "podMaxBackoffSeconds: Invalid value: {max}: must be greater than or equal to PodInitialBackoffSeconds"
+        )));
+    }
+    Ok(Backoff {
+        initial: initial_d,
+        max: max_d,
+    })
 }
 
 fn percentage(v: &Value) -> Result<i32, ConfigError> {
@@ -586,6 +633,7 @@ pub fn effective_config(text: Option<&str>) -> Result<Value, ConfigError> {
         }
         None => Value::Null,
     };
+    let backoff = backoff(&doc)?;
     let mut profiles: Vec<Value> = doc["profiles"].as_array().cloned().unwrap_or_default();
     if profiles.is_empty() {
         profiles.push(Value::Null);
@@ -596,8 +644,8 @@ pub fn effective_config(text: Option<&str>) -> Result<Value, ConfigError> {
         "kind": "KubeSchedulerConfiguration",
         "parallelism": number("parallelism", 16),
         "percentageOfNodesToScore": number("percentageOfNodesToScore", 0),
-        "podInitialBackoffSeconds": crate::queue::INITIAL_BACKOFF.as_secs(),
-        "podMaxBackoffSeconds": crate::queue::MAX_BACKOFF.as_secs(),
+        "podInitialBackoffSeconds": backoff.initial.as_secs(),
+        "podMaxBackoffSeconds": backoff.max.as_secs(),
         "enableProfiling": false,
         "enableContentionProfiling": false,
         "profiles": profiles.iter().map(render_profile).collect::<Vec<_>>(),
@@ -853,7 +901,7 @@ mod tests {
     fn a_profiles_plugins_and_args_are_merged_with_the_defaults() {
         let c = effective_config(Some(
             "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
-             percentageOfNodesToScore: 30\nprofiles:\n- schedulerName: default-scheduler\n\
+             percentageOfNodesToScore: 30\npodInitialBackoffSeconds: 2\nprofiles:\n- schedulerName: default-scheduler\n\
              - schedulerName: bin-packer\n  percentageOfNodesToScore: 50\n  plugins:\n    \
              multiPoint:\n      enabled:\n      - {name: TaintToleration, weight: 7}\n      \
              disabled:\n      - {name: ImageLocality}\n      - {name: InterPodAffinity}\n    \
@@ -862,6 +910,8 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(c["percentageOfNodesToScore"], 30);
+        assert_eq!(c["podInitialBackoffSeconds"], 2);
+        assert_eq!(c["podMaxBackoffSeconds"], 10);
         let p = &c["profiles"][1];
         assert_eq!(p["schedulerName"], "bin-packer");
         assert_eq!(p["percentageOfNodesToScore"], 50);
@@ -893,6 +943,25 @@ mod tests {
             "a disabled plugin gets no default args"
         );
         // A file the scheduler would refuse renders nothing.
+        for (bad, message) in [
+            (
+                "podInitialBackoffSeconds: 0",
+                "podInitialBackoffSeconds: Invalid value: 0: must be greater than 0",
+            ),
+            (
+                "podInitialBackoffSeconds: 5\npodMaxBackoffSeconds: 2",
+                "podMaxBackoffSeconds: Invalid value: 2: must be greater than or equal to PodInitialBackoffSeconds",
+            ),
+        ] {
+            let text = format!(
+                "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n{bad}\n"
+            );
+            assert_eq!(
+                from_config(&text).err(),
+                Some(ConfigError::Invalid(message.into()))
+            );
+            assert!(effective_config(Some(&text)).is_err());
+        }
         assert!(
             effective_config(Some(
                 "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\

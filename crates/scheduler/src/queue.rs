@@ -1,6 +1,7 @@
 //! The scheduling queue, as upstream's PriorityQueue: an active heap (higher priority
-//! first, then the earlier arrival: PrioritySort), a back-off heap (1 s doubling per
-//! attempt up to 10 s), and the unschedulable pods, which cluster events move back (to
+//! first, then the earlier arrival: PrioritySort), a back-off heap (by default 1 s
+//! doubling per attempt up to 10 s: `podInitialBackoffSeconds`, `podMaxBackoffSeconds`),
+//! and the unschedulable pods, which cluster events move back (to
 //! back-off while their back-off lasts) and which are flushed after 5 minutes anyway.
 //! A pod whose cycle overlapped a move request goes to back-off instead of waiting for
 //! the next event. Time is passed in, so the queue is tested without sleeping.
@@ -14,6 +15,24 @@ use crate::model::PodInfo;
 
 pub const INITIAL_BACKOFF: Duration = Duration::from_secs(1);
 pub const MAX_BACKOFF: Duration = Duration::from_secs(10);
+
+/// How long a pod that failed waits before its next attempt: `initial` doubled per
+/// attempt since, up to `max` (upstream's `podInitialBackoffSeconds`,
+/// `podMaxBackoffSeconds`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Backoff {
+    pub initial: Duration,
+    pub max: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            initial: INITIAL_BACKOFF,
+            max: MAX_BACKOFF,
+        }
+    }
+}
 pub const MAX_IN_UNSCHEDULABLE: Duration = Duration::from_secs(5 * 60);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,19 +58,19 @@ struct Queued {
 }
 
 impl Queued {
-    fn backoff(&self) -> Duration {
-        let mut d = INITIAL_BACKOFF;
+    fn backoff(&self, b: Backoff) -> Duration {
+        let mut d = b.initial;
         for _ in 1..self.attempts {
             d = d.saturating_mul(2);
-            if d >= MAX_BACKOFF {
-                return MAX_BACKOFF;
+            if d >= b.max {
+                return b.max;
             }
         }
-        d
+        d.min(b.max)
     }
 
-    fn backoff_until(&self) -> Option<Instant> {
-        self.failed_at.map(|t| t + self.backoff())
+    fn backoff_until(&self, b: Backoff) -> Option<Instant> {
+        self.failed_at.map(|t| t + self.backoff(b))
     }
 }
 
@@ -114,6 +133,7 @@ pub struct SchedulingQueue {
     seq: u64,
     cycle: u64,
     move_request_cycle: u64,
+    backoff_bounds: Backoff,
 }
 
 /// Whether an update to a queued pod may change where it fits.
@@ -135,6 +155,14 @@ impl SchedulingQueue {
         SchedulingQueue::default()
     }
 
+    /// A queue whose failed pods back off as `backoff` says.
+    pub fn with_backoff(backoff: Backoff) -> SchedulingQueue {
+        SchedulingQueue {
+            backoff_bounds: backoff,
+            ..SchedulingQueue::default()
+        }
+    }
+
     fn push_active(&mut self, uid: &str) {
         let Some(q) = self.pods.get_mut(uid) else {
             return;
@@ -151,7 +179,7 @@ impl SchedulingQueue {
         let Some(q) = self.pods.get_mut(uid) else {
             return;
         };
-        let until = q.backoff_until().unwrap_or(now);
+        let until = q.backoff_until(self.backoff_bounds).unwrap_or(now);
         if until <= now {
             self.push_active(uid);
             return;
@@ -414,10 +442,9 @@ mod tests {
         assert!(q.pop(t0 + INITIAL_BACKOFF).is_some());
     }
 
-    #[test]
-    fn backoff_doubles_up_to_ten_seconds() {
+    /// The waits of a pod failing six times in a row.
+    fn waits(mut q: SchedulingQueue) -> Vec<u64> {
         let t0 = Instant::now();
-        let mut q = SchedulingQueue::new();
         q.add(pod("a", 0), t0);
         let mut now = t0;
         let mut waits = Vec::new();
@@ -428,7 +455,18 @@ mod tests {
             waits.push(until.duration_since(now).as_secs());
             now = until;
         }
-        assert_eq!(waits, [1, 2, 4, 8, 10, 10]);
+        waits
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_ten_seconds() {
+        assert_eq!(waits(SchedulingQueue::new()), [1, 2, 4, 8, 10, 10]);
+        // podInitialBackoffSeconds: 3, podMaxBackoffSeconds: 20.
+        let q = SchedulingQueue::with_backoff(Backoff {
+            initial: Duration::from_secs(3),
+            max: Duration::from_secs(20),
+        });
+        assert_eq!(waits(q), [3, 6, 12, 20, 20, 20]);
     }
 
     #[test]

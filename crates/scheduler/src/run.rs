@@ -108,6 +108,7 @@ pub fn start(
     profiles: Vec<Profile>,
     recorder: Recorder,
     metrics: Arc<crate::metrics::Metrics>,
+    backoff: crate::queue::Backoff,
 ) -> Result<Arc<Scheduler>, Error> {
     if profiles.is_empty() {
         return Err(Error::NoProfiles);
@@ -119,7 +120,7 @@ pub fn start(
     let sched = Arc::new(Scheduler {
         state: Mutex::new(State {
             cache: Cache::new(),
-            queue: SchedulingQueue::new(),
+            queue: SchedulingQueue::with_backoff(backoff),
             algorithm: Algorithm::default(),
         }),
         wake: Notify::new(),

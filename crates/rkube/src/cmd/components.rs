@@ -169,43 +169,57 @@ pub struct SchedulerOptions {
     pub policy_config_file: Option<PathBuf>,
 }
 
-/// The profiles the options describe (upstream's defaults without a file).
-pub fn load_profiles(
-    opts: &SchedulerOptions,
-) -> anyhow::Result<Vec<scheduler::framework::Profile>> {
-    if let Some(path) = &opts.config {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading the scheduler configuration {}", path.display()))?;
-        return scheduler::config::from_config(&text)
-            .with_context(|| format!("scheduler configuration {}", path.display()));
-    }
-    if let Some(path) = &opts.policy_config_file {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading the scheduler policy {}", path.display()))?;
-        return Ok(vec![scheduler::config::from_policy(&text).with_context(
-            || format!("scheduler policy {}", path.display()),
-        )?]);
-    }
-    Ok(vec![scheduler::config::default_profile()])
+/// What the scheduler's options configure: its profiles and back-off, and the
+/// configuration they came from for `/configz`.
+pub struct SchedulerConfig {
+    pub profiles: Vec<scheduler::framework::Profile>,
+    pub backoff: scheduler::queue::Backoff,
+    /// The `KubeSchedulerConfiguration` given (a policy file's as the configuration it
+    /// amounts to); `None`: upstream's defaults.
+    document: Option<String>,
+}
+
+/// The scheduler's configuration from its options, checked (upstream's defaults without a
+/// file).
+pub fn load_scheduler_config(opts: &SchedulerOptions) -> anyhow::Result<SchedulerConfig> {
+    let read = |path: &Path, what: &str| {
+        std::fs::read_to_string(path)
+            .with_context(|| format!("reading the scheduler {what} {}", path.display()))
+    };
+    let (document, context) = match (&opts.config, &opts.policy_config_file) {
+        (Some(path), _) => (
+            Some(read(path, "configuration")?),
+            format!("scheduler configuration {}", path.display()),
+        ),
+        (None, Some(path)) => {
+            let context = format!("scheduler policy {}", path.display());
+            let doc = scheduler::config::policy_as_config(&read(path, "policy")?)
+                .with_context(|| context.clone())?;
+            (Some(doc.to_string()), context)
+        }
+        (None, None) => (None, String::new()),
+    };
+    let profiles = match &document {
+        Some(text) => scheduler::config::from_config(text).with_context(|| context.clone())?,
+        None => vec![scheduler::config::default_profile()],
+    };
+    let backoff = scheduler::config::pod_backoff(document.as_deref()).with_context(|| context)?;
+    Ok(SchedulerConfig {
+        profiles,
+        backoff,
+        document,
+    })
 }
 
 /// The scheduler's `/configz` document (upstream's `componentconfig`): the effective
-/// `KubeSchedulerConfiguration` of its options, a policy file rendered as the profile it
-/// makes, with the connection and leader election it runs with.
+/// `KubeSchedulerConfiguration` of its options, with the connection and leader election
+/// it runs with.
 pub fn scheduler_configz(
-    opts: &SchedulerOptions,
+    config: &SchedulerConfig,
     leader_elect: bool,
     kubeconfig: &Path,
 ) -> anyhow::Result<Arc<serde_json::Value>> {
-    let text = match (&opts.config, &opts.policy_config_file) {
-        (Some(path), _) => Some(std::fs::read_to_string(path)?),
-        (None, Some(path)) => {
-            let policy = std::fs::read_to_string(path)?;
-            Some(scheduler::config::policy_as_config(&policy)?.to_string())
-        }
-        (None, None) => None,
-    };
-    let mut config = scheduler::config::effective_config(text.as_deref())?;
+    let mut config = scheduler::config::effective_config(config.document.as_deref())?;
     let d = |d: std::time::Duration| api::gofmt::go_duration(d);
     use runtime::leaderelection::{
         DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD,
@@ -318,16 +332,19 @@ fn host_name() -> String {
 /// schedules from [`scheduler::run::Scheduler::run`].
 pub async fn start_scheduler(
     source: &ClientSource,
-    profiles: Vec<scheduler::framework::Profile>,
+    config: SchedulerConfig,
     metrics: Arc<scheduler::metrics::Metrics>,
 ) -> anyhow::Result<Arc<scheduler::run::Scheduler>> {
+    let SchedulerConfig {
+        profiles, backoff, ..
+    } = config;
     let client = controllers::run::client_from(source).await?;
     let recorder = runtime::events::Recorder::spawn(
         runtime::events::KubeSink::new(client.clone()),
         runtime::events::RecorderConfig::new("default-scheduler", host_name()),
     );
     let names: Vec<String> = profiles.iter().map(|p| p.scheduler_name.clone()).collect();
-    let s = scheduler::run::start(client, profiles, recorder, metrics)?;
+    let s = scheduler::run::start(client, profiles, recorder, metrics, backoff)?;
     tracing::info!(profiles = ?names, "scheduler watching the cluster");
     Ok(s)
 }
@@ -393,8 +410,8 @@ pub const CONTROLLER_MANAGER: &str = "kube-controller-manager";
 
 /// `rkube scheduler`: runs until SIGTERM.
 pub async fn scheduler(args: SchedulerArgs) -> anyhow::Result<()> {
-    let profiles = load_profiles(&args.options)?;
-    let configz = scheduler_configz(&args.options, args.leader_elect, &args.kubeconfig)?;
+    let config = load_scheduler_config(&args.options)?;
+    let configz = scheduler_configz(&config, args.leader_elect, &args.kubeconfig)?;
     let source = ClientSource::kubeconfig(args.kubeconfig).for_component(SCHEDULER);
     let metrics: Arc<scheduler::metrics::Metrics> = Arc::default();
     let rendered = Arc::clone(&metrics);
@@ -417,7 +434,7 @@ pub async fn scheduler(args: SchedulerArgs) -> anyhow::Result<()> {
     let shutdown = health.watch_shutdown(super::server::shutdown_signal());
     run_scheduler(
         &source,
-        profiles,
+        config,
         metrics,
         args.leader_elect,
         shutdown,
@@ -586,13 +603,13 @@ impl Drop for AbortOnDrop {
 /// upstream's); it schedules only while leading.
 pub async fn run_scheduler(
     source: &ClientSource,
-    profiles: Vec<scheduler::framework::Profile>,
+    config: SchedulerConfig,
     metrics: Arc<scheduler::metrics::Metrics>,
     leader_elect: bool,
     shutdown: impl std::future::Future<Output = ()> + Send,
     health: &Health,
 ) -> anyhow::Result<()> {
-    let s = start_scheduler(source, profiles, metrics).await?;
+    let s = start_scheduler(source, config, metrics).await?;
     let _ = health.scheduler.set(Arc::clone(&s));
     let schedule = move || {
         s.run();

@@ -259,7 +259,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("creating {}", args.data_dir.display()))?;
     // Bad component flags stop start-up before anything runs.
-    let profiles = super::components::load_profiles(&args.scheduler)?;
+    let scheduler_config = super::components::load_scheduler_config(&args.scheduler)?;
     super::components::check_controller_options(&args.controllers)?;
     // The components' endpoints, bound first: a port in use stops start-up, saying which.
     let endpoint = |run: bool, port: u16| -> anyhow::Result<_> {
@@ -427,7 +427,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     if !args.disable_scheduler {
         let source = source("scheduler.kubeconfig", super::components::SCHEDULER);
         let configz = super::components::scheduler_configz(
-            &args.scheduler,
+            &scheduler_config,
             leader_elect,
             source.kubeconfig_path(),
         )?;
@@ -463,7 +463,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
             let stop = health.watch_shutdown(stop);
             let r = super::components::run_scheduler(
                 &source,
-                profiles,
+                scheduler_config,
                 metrics,
                 leader_elect,
                 stop,
