@@ -60,6 +60,19 @@ fn live_pods(server: &RkubeServer, selector: &str) -> Vec<Value> {
         .collect()
 }
 
+/// `kubectl create deployment web` of one pod.
+fn create_web(server: &RkubeServer) {
+    server.kubectl_ok(
+        None,
+        &[
+            "create",
+            "deployment",
+            "web",
+            "--image=registry.local/web:1",
+        ],
+    );
+}
+
 fn apply(server: &RkubeServer, obj: &Value) {
     let o = server.kubectl_stdin(K, &["apply", "-f", "-"], &obj.to_string());
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -675,6 +688,48 @@ fn server_components_serve_their_endpoints_on_loopback() {
     );
 }
 
+/// `--controllers` chooses the controllers the controller manager runs, as upstream's:
+/// one left off is not on `/healthz` and does nothing; an unknown name stops start-up.
+#[test]
+fn the_controllers_flag_chooses_what_runs() {
+    let cm_port = testkit::free_port();
+    let server = RkubeServer::start_with(&[
+        "--controllers",
+        "*,-deployment",
+        "--controller-manager-secure-port",
+        &cm_port.to_string(),
+    ]);
+    let checks = testkit::wait_for("the controller manager's checks", 30, || {
+        let (code, checks) = curl(cm_port, "/healthz?verbose");
+        (code == 200 && checks.contains("[+]replicaset-controller ok")).then_some(checks)
+    });
+    assert!(!checks.contains("deployment-controller"), "{checks}");
+    create_web(&server);
+    // A bare ReplicaSet still gets its pods: the ReplicaSet controller runs.
+    apply(
+        &server,
+        &json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": "bare", "namespace": "default"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "bare"}},
+                "template": {"metadata": {"labels": {"app": "bare"}},
+                    "spec": {"containers": [{"name": "c", "image": "registry.local/web:1"}]}}}}),
+    );
+    wait_for("the bare ReplicaSet's pod", 30, || {
+        !items(get(&server, &["pods", "-l", "app=bare"])).is_empty()
+    });
+    // No ReplicaSet was made for the Deployment.
+    let sets = items(get(&server, &["replicasets"]));
+    assert!(
+        sets.iter().all(|rs| rs["metadata"]["name"] == "bare"),
+        "{sets:?}"
+    );
+    let err = testkit::server_start_error(&["--controllers", "*,-nope"]);
+    assert!(
+        err.contains("\"nope\" is not in the list of known controllers"),
+        "{err}"
+    );
+}
+
 /// `rkube controller-manager` and `rkube scheduler` run as their own processes, and each
 /// serves `/healthz` to anyone and `/metrics` to whom the API server authorizes
 /// (delegated authentication and authorization, as upstream's 10257 and 10259).
@@ -719,15 +774,7 @@ fn standalone_components_serve_health_and_authorized_metrics() {
     // (The node's taints are the controller manager's to lift.)
     nodes_schedulable(&server, 1);
     server.wait_for_object(&["get", "serviceaccount", "default"]);
-    server.kubectl_ok(
-        None,
-        &[
-            "create",
-            "deployment",
-            "web",
-            "--image=registry.local/web:1",
-        ],
-    );
+    create_web(&server);
     wait_for("the deployment's pod running", 60, || {
         live_pods(&server, "app=web")
             .iter()
@@ -797,6 +844,7 @@ fn standalone_components_serve_health_and_authorized_metrics() {
         "kube-controller-manager"
     );
     assert_eq!(cm_config["NodeIPAMController"]["NodeCIDRMaskSize"], 24);
+    assert_eq!(cm_config["Generic"]["Controllers"], json!(["*"]));
     assert_eq!(
         cm_config["NodeLifecycleController"]["NodeMonitorGracePeriod"],
         "50s"

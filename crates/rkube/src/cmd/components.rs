@@ -69,6 +69,10 @@ impl ServingArgs {
 /// The controller manager's options (also flags of `rkube server`).
 #[derive(clap::Args, Debug, Clone)]
 pub struct ControllerOptions {
+    /// The controllers to run: `*` those on by default, `name` one more, `-name` one
+    /// fewer (upstream's names or their older aliases, e.g. `*,-job-controller`).
+    #[arg(long, value_delimiter = ',', default_value = "*")]
+    pub controllers: Vec<String>,
     /// The pod network, from which every node gets a `spec.podCIDR`.
     #[arg(long, default_value = "10.42.0.0/16")]
     pub cluster_cidr: String,
@@ -299,7 +303,7 @@ pub fn controller_manager_configz(
                 "ResourceName": CONTROLLER_MANAGER,
                 "ResourceNamespace": "kube-system",
             },
-            "Controllers": ["*"],
+            "Controllers": options.controllers,
         },
         "KubeCloudShared": {
             "ClusterCIDR": options.cluster_cidr,
@@ -681,11 +685,24 @@ where
 
 /// Rejects controller options that cannot work (a bad `--cluster-cidr` or mask).
 pub fn check_controller_options(opts: &ControllerOptions) -> anyhow::Result<()> {
+    for entry in &opts.controllers {
+        let bare = entry.strip_prefix('-').unwrap_or(entry);
+        if bare != "*" && canonical_controller(bare).is_none() {
+            anyhow::bail!("--controllers: {bare:?} is not in the list of known controllers");
+        }
+    }
     if opts.allocate_node_cidrs {
         controllers::nodeipam::CidrSet::parse(&opts.cluster_cidr, opts.node_cidr_mask_size)
             .with_context(|| format!("--cluster-cidr {}", opts.cluster_cidr))?;
     }
     Ok(())
+}
+
+/// `work` when `on`, else nothing (a controller `--controllers` leaves off).
+async fn gated(on: bool, work: impl std::future::Future<Output = ()>) {
+    if on {
+        work.await;
+    }
 }
 
 /// `rkube controller-manager`: runs until SIGTERM.
@@ -775,6 +792,129 @@ pub fn controller_manager_metrics() -> String {
     text
 }
 
+/// Every controller upstream's kube-controller-manager knows, by its name, with its
+/// older aliases: what `--controllers` may name. Those rkube runs are [`CONTROLLERS`];
+/// the others have nothing to run here (no cloud provider, no storage controllers, CSRs
+/// signed by the API server).
+const KNOWN_CONTROLLERS: &[(&str, &[&str])] = &[
+    ("serviceaccount-token-controller", &["serviceaccount-token"]),
+    ("endpoints-controller", &["endpoint"]),
+    ("endpointslice-controller", &["endpointslice"]),
+    (
+        "endpointslice-mirroring-controller",
+        &["endpointslicemirroring"],
+    ),
+    (
+        "replicationcontroller-controller",
+        &["replicationcontroller"],
+    ),
+    ("pod-garbage-collector-controller", &["podgc"]),
+    ("resourcequota-controller", &["resourcequota"]),
+    ("namespace-controller", &["namespace"]),
+    ("serviceaccount-controller", &["serviceaccount"]),
+    ("garbage-collector-controller", &["garbagecollector"]),
+    ("daemonset-controller", &["daemonset"]),
+    ("job-controller", &["job"]),
+    ("deployment-controller", &["deployment"]),
+    ("replicaset-controller", &["replicaset"]),
+    (
+        "horizontal-pod-autoscaler-controller",
+        &["horizontalpodautoscaling"],
+    ),
+    ("disruption-controller", &["disruption"]),
+    ("statefulset-controller", &["statefulset"]),
+    ("cronjob-controller", &["cronjob"]),
+    (
+        "certificatesigningrequest-signing-controller",
+        &["csrsigning"],
+    ),
+    (
+        "certificatesigningrequest-approving-controller",
+        &["csrapproving"],
+    ),
+    (
+        "certificatesigningrequest-cleaner-controller",
+        &["csrcleaner"],
+    ),
+    ("ttl-controller", &["ttl"]),
+    ("bootstrap-signer-controller", &["bootstrapsigner"]),
+    ("token-cleaner-controller", &["tokencleaner"]),
+    ("node-ipam-controller", &["nodeipam"]),
+    ("node-lifecycle-controller", &["nodelifecycle"]),
+    ("taint-eviction-controller", &[]),
+    (
+        "persistentvolume-binder-controller",
+        &["persistentvolume-binder"],
+    ),
+    (
+        "persistentvolume-attach-detach-controller",
+        &["attachdetach"],
+    ),
+    (
+        "persistentvolume-expander-controller",
+        &["persistentvolume-expander"],
+    ),
+    (
+        "clusterrole-aggregation-controller",
+        &["clusterrole-aggregation"],
+    ),
+    (
+        "persistentvolumeclaim-protection-controller",
+        &["pvc-protection"],
+    ),
+    ("persistentvolume-protection-controller", &["pv-protection"]),
+    ("ttl-after-finished-controller", &["ttl-after-finished"]),
+    (
+        "root-ca-certificate-publisher-controller",
+        &["root-ca-cert-publisher"],
+    ),
+    ("ephemeral-volume-controller", &["ephemeral-volume"]),
+    (
+        "storageversion-garbage-collector-controller",
+        &["storage-version-gc"],
+    ),
+    ("resourceclaim-controller", &["resource-claim-controller"]),
+    (
+        "legacy-serviceaccount-token-cleaner-controller",
+        &["legacy-service-account-token-cleaner"],
+    ),
+    ("validatingadmissionpolicy-status-controller", &[]),
+    ("service-cidr-controller", &[]),
+    ("storage-version-migrator-controller", &[]),
+    ("cloud-node-lifecycle-controller", &["cloud-node-lifecycle"]),
+    ("service-lb-controller", &["service"]),
+    ("node-route-controller", &["route"]),
+];
+
+/// Controllers `*` leaves off, as upstream's.
+const OFF_BY_DEFAULT: &[&str] = &["bootstrap-signer-controller", "token-cleaner-controller"];
+
+/// A `--controllers` entry's controller by its name (an alias resolved); `None`: unknown.
+fn canonical_controller(entry: &str) -> Option<&'static str> {
+    KNOWN_CONTROLLERS
+        .iter()
+        .find(|(name, aliases)| *name == entry || aliases.contains(&entry))
+        .map(|(name, _)| *name)
+}
+
+/// Whether `--controllers` runs `name`, as upstream's `IsControllerEnabled`: the first
+/// entry naming it (`name` or `-name`) decides; else `*` runs those on by default.
+pub fn controller_enabled(list: &[String], name: &str) -> bool {
+    let mut star = false;
+    for entry in list {
+        let (off, bare) = match entry.strip_prefix('-') {
+            Some(bare) => (true, bare),
+            None => (false, entry.as_str()),
+        };
+        if bare == "*" {
+            star = true;
+        } else if canonical_controller(bare) == Some(name) {
+            return !off;
+        }
+    }
+    star && !OFF_BY_DEFAULT.contains(&name)
+}
+
 /// The controllers `run_controllers` starts, by upstream's names (`--controllers`, the
 /// checks on `/healthz`); node IPAM only with `--allocate-node-cidrs`.
 pub const CONTROLLERS: &[&str] = &[
@@ -827,9 +967,10 @@ pub async fn run_controllers(
     let ttl_writer = controller_client(&reader, source, "ttl-after-finished-controller").await?;
     let ds_writer = controller_client(&reader, source, "daemon-set-controller").await?;
     let sts_writer = controller_client(&reader, source, "statefulset-controller").await?;
-    let started = CONTROLLERS
-        .iter()
-        .filter(|name| options.allocate_node_cidrs || **name != "node-ipam-controller");
+    let on = |name: &str| controller_enabled(&options.controllers, name);
+    let started = CONTROLLERS.iter().filter(|name| {
+        on(name) && (options.allocate_node_cidrs || **name != "node-ipam-controller")
+    });
     for name in started.clone() {
         healthz.add(runtime::serving::Probe::ping(*name));
     }
@@ -926,85 +1067,176 @@ pub async fn run_controllers(
     };
     let batch = async {
         tokio::join!(
-            controllers::job::run_jobs(Arc::clone(&jobs), Arc::clone(&pods), job_writer, 5),
-            controllers::cronjob::run_cronjobs(
-                Arc::clone(&cronjobs),
-                Arc::clone(&jobs),
-                cj_writer,
-                5
+            gated(
+                on("job-controller"),
+                controllers::job::run_jobs(Arc::clone(&jobs), Arc::clone(&pods), job_writer, 5)
             ),
-            controllers::ttlafterfinished::run_ttl_after_finished(Arc::clone(&jobs), ttl_writer, 5),
+            gated(
+                on("cronjob-controller"),
+                controllers::cronjob::run_cronjobs(
+                    Arc::clone(&cronjobs),
+                    Arc::clone(&jobs),
+                    cj_writer,
+                    5
+                )
+            ),
+            gated(
+                on("ttl-after-finished-controller"),
+                controllers::ttlafterfinished::run_ttl_after_finished(
+                    Arc::clone(&jobs),
+                    ttl_writer,
+                    5
+                )
+            ),
         );
     };
     let workloads = async {
         tokio::join!(
-            controllers::daemonset::run_daemonsets(
-                daemonsets,
-                Arc::clone(&pods),
-                Arc::clone(&nodes),
-                Arc::clone(&revisions),
-                ds_writer,
-                2
+            gated(
+                on("daemonset-controller"),
+                controllers::daemonset::run_daemonsets(
+                    daemonsets,
+                    Arc::clone(&pods),
+                    Arc::clone(&nodes),
+                    Arc::clone(&revisions),
+                    ds_writer,
+                    2
+                )
             ),
-            controllers::statefulset::run_statefulsets(
-                statefulsets,
-                Arc::clone(&pods),
-                revisions,
-                claims,
-                sts_writer,
-                5
+            gated(
+                on("statefulset-controller"),
+                controllers::statefulset::run_statefulsets(
+                    statefulsets,
+                    Arc::clone(&pods),
+                    revisions,
+                    claims,
+                    sts_writer,
+                    5
+                )
             ),
         );
     };
     tokio::join!(
         workloads,
         batch,
-        controllers::run::run_replicasets(
-            Arc::clone(&replicasets),
-            Arc::clone(&pods),
-            rs_writer,
-            5
+        gated(
+            on("replicaset-controller"),
+            controllers::run::run_replicasets(
+                Arc::clone(&replicasets),
+                Arc::clone(&pods),
+                rs_writer,
+                5
+            )
         ),
-        controllers::run::run_deployments(
-            Arc::clone(&deployments),
-            Arc::clone(&replicasets),
-            d_writer,
-            5
+        gated(
+            on("deployment-controller"),
+            controllers::run::run_deployments(
+                Arc::clone(&deployments),
+                Arc::clone(&replicasets),
+                d_writer,
+                5
+            )
         ),
-        controllers::gcloop::run_garbage_collector(
-            gc_writer,
-            Default::default(),
-            Some(Arc::clone(&pods))
+        gated(
+            on("garbage-collector-controller"),
+            controllers::gcloop::run_garbage_collector(
+                gc_writer,
+                Default::default(),
+                Some(Arc::clone(&pods))
+            )
         ),
-        controllers::podgc::run_pod_gc(
-            Arc::clone(&pods),
-            Arc::clone(&nodes),
-            podgc_writer,
-            options.terminated_pod_gc_threshold
+        gated(
+            on("pod-garbage-collector-controller"),
+            controllers::podgc::run_pod_gc(
+                Arc::clone(&pods),
+                Arc::clone(&nodes),
+                podgc_writer,
+                options.terminated_pod_gc_threshold
+            )
         ),
-        controllers::namespace::run_namespaces(namespaces, ns_writer, 10),
-        ipam,
-        lifecycle,
-        service_accounts,
-        root_ca_publisher,
-        resource_quotas,
-        disruption,
-        controllers::endpoints::run_endpoints(
-            Arc::clone(&services),
-            Arc::clone(&pods),
-            endpoints,
-            ep_writer,
-            5
+        gated(
+            on("namespace-controller"),
+            controllers::namespace::run_namespaces(namespaces, ns_writer, 10)
         ),
-        controllers::endpointslice::run_endpointslices(
-            Arc::clone(&services),
-            Arc::clone(&pods),
-            endpointslices,
-            Arc::clone(&nodes),
-            eps_writer,
-            5,
-            usize::from(options.max_endpoints_per_slice)
+        gated(on("node-ipam-controller"), ipam),
+        gated(on("node-lifecycle-controller"), lifecycle),
+        gated(on("serviceaccount-controller"), service_accounts),
+        gated(
+            on("root-ca-certificate-publisher-controller"),
+            root_ca_publisher
+        ),
+        gated(on("resourcequota-controller"), resource_quotas),
+        gated(on("disruption-controller"), disruption),
+        gated(
+            on("endpoints-controller"),
+            controllers::endpoints::run_endpoints(
+                Arc::clone(&services),
+                Arc::clone(&pods),
+                endpoints,
+                ep_writer,
+                5
+            )
+        ),
+        gated(
+            on("endpointslice-controller"),
+            controllers::endpointslice::run_endpointslices(
+                Arc::clone(&services),
+                Arc::clone(&pods),
+                endpointslices,
+                Arc::clone(&nodes),
+                eps_writer,
+                5,
+                usize::from(options.max_endpoints_per_slice)
+            )
         ),
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn list(s: &str) -> Vec<String> {
+        s.split(',').map(str::to_string).collect()
+    }
+
+    #[test]
+    fn controllers_flag_enables_and_disables_as_upstreams() {
+        let all = list("*");
+        assert!(CONTROLLERS.iter().all(|c| controller_enabled(&all, c)));
+        assert!(!controller_enabled(&all, "bootstrap-signer-controller"));
+        // By name or by alias; the first entry naming it decides.
+        for off in ["*,-job-controller", "*,-job", "-job,*,job"] {
+            let l = list(off);
+            assert!(!controller_enabled(&l, "job-controller"), "{off}");
+            assert!(controller_enabled(&l, "cronjob-controller"), "{off}");
+        }
+        // Without `*`, only those named.
+        let some = list("replicaset,deployment-controller,tokencleaner");
+        assert!(controller_enabled(&some, "replicaset-controller"));
+        assert!(controller_enabled(&some, "deployment-controller"));
+        assert!(controller_enabled(&some, "token-cleaner-controller"));
+        assert!(!controller_enabled(&some, "job-controller"));
+    }
+
+    #[test]
+    fn unknown_controllers_are_refused() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            options: ControllerOptions,
+        }
+        let options = |flag: &str| Cli::try_parse_from(["x", flag]).unwrap().options;
+        assert!(check_controller_options(&options("--controllers=*,-ttl,-nodeipam")).is_ok());
+        let err = check_controller_options(&options("--controllers=*,-nope")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--controllers: \"nope\" is not in the list of known controllers"
+        );
+        assert_eq!(options("--allocate-node-cidrs=true").controllers, ["*"]);
+    }
 }
