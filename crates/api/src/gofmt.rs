@@ -4,7 +4,7 @@
 //! - `strconv`: [`is_print`] (`unicode.IsPrint`), [`go_quote`] / [`go_quote_bytes`]
 //!   (`Quote`, the `%q` verb), and float formatting: [`format_float_e`], [`format_float_f`],
 //!   and [`float_v`] (`'g'` with the shortest precision, which is also `%v`);
-//! - `time`: a `Duration` of whole milliseconds as `String()` prints it ([`go_duration`]);
+//! - `time`: a `Duration` as `String()` prints it ([`go_duration`]);
 //! - `fmt`: `%#v` of a `[]string` ([`go_string_slice`]), `%#U` of a rune ([`go_unicode`]),
 //!   `%v` and `%s` of decoded JSON values ([`v`], [`v_map`], [`v_list`], [`s`]), and `%T`
 //!   ([`GoType::name`]);
@@ -511,26 +511,43 @@ pub fn json(v: &Value) -> String {
     out
 }
 
-/// A `time.Duration` of whole milliseconds as Go prints it (`10s`, `1m20s`, `5m0s`,
-/// `1.5s`, `12h0m0s`).
+/// A `time.Duration` as Go's `String()` prints it (`0s`, `500ms`, `1.5s`, `1m20s`,
+/// `12h0m0s`, `2562047h47m16.854775807s`).
 pub fn go_duration(d: std::time::Duration) -> String {
-    let secs = d.as_secs();
-    let millis = d.subsec_millis();
-    if secs == 0 && millis == 0 {
+    let nanos = d.as_nanos();
+    if nanos == 0 {
         return "0s".into();
     }
-    let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
-    let frac = if millis > 0 {
-        format!(".{millis:03}").trim_end_matches('0').to_string()
+    if nanos < 1_000_000_000 {
+        if nanos < 1_000 {
+            return format!("{nanos}ns");
+        }
+        let (v, unit) = if nanos < 1_000_000 {
+            (nanos as f64 / 1e3, "µs")
+        } else {
+            (nanos as f64 / 1e6, "ms")
+        };
+        let digits = format!("{v:.6}");
+        return format!(
+            "{}{unit}",
+            digits.trim_end_matches('0').trim_end_matches('.')
+        );
+    }
+    let total_secs = nanos / 1_000_000_000;
+    let frac = nanos % 1_000_000_000;
+    let (h, m, s) = (total_secs / 3600, (total_secs % 3600) / 60, total_secs % 60);
+    let secs = if frac == 0 {
+        format!("{s}")
     } else {
-        String::new()
+        let f = format!("{frac:09}");
+        format!("{s}.{}", f.trim_end_matches('0'))
     };
     if h > 0 {
-        format!("{h}h{m}m{s}{frac}s")
+        format!("{h}h{m}m{secs}s")
     } else if m > 0 {
-        format!("{m}m{s}{frac}s")
+        format!("{m}m{secs}s")
     } else {
-        format!("{s}{frac}s")
+        format!("{secs}s")
     }
 }
 
@@ -672,5 +689,8 @@ mod tests {
         assert_eq!(go_duration(Duration::from_secs(300)), "5m0s");
         assert_eq!(go_duration(Duration::from_secs(12 * 3600)), "12h0m0s");
         assert_eq!(go_duration(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(go_duration(Duration::from_millis(500)), "500ms");
+        assert_eq!(go_duration(Duration::from_nanos(1_100)), "1.1µs");
+        assert_eq!(go_duration(Duration::from_nanos(7)), "7ns");
     }
 }

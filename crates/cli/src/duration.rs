@@ -57,45 +57,7 @@ pub fn parse_go_duration(s: &str) -> Result<(bool, Duration), String> {
 }
 
 /// Formats a duration as Go's `Duration.String` does (`12s`, `1m0s`, `1.5s`, `500ms`).
-pub fn format_duration(d: Duration) -> String {
-    let nanos = d.as_nanos();
-    if nanos == 0 {
-        return "0s".into();
-    }
-    if nanos < 1_000_000_000 {
-        let (v, unit) = if nanos < 1_000 {
-            return format!("{nanos}ns");
-        } else if nanos < 1_000_000 {
-            (nanos as f64 / 1e3, "µs")
-        } else {
-            (nanos as f64 / 1e6, "ms")
-        };
-        return format!("{}{unit}", trim_float(v));
-    }
-    let total_secs = nanos / 1_000_000_000;
-    let frac = nanos % 1_000_000_000;
-    let h = total_secs / 3600;
-    let m = (total_secs % 3600) / 60;
-    let s = total_secs % 60;
-    let secs = if frac == 0 {
-        format!("{s}")
-    } else {
-        let f = format!("{frac:09}");
-        format!("{s}.{}", f.trim_end_matches('0'))
-    };
-    if h > 0 {
-        format!("{h}h{m}m{secs}s")
-    } else if m > 0 {
-        format!("{m}m{secs}s")
-    } else {
-        format!("{secs}s")
-    }
-}
-
-fn trim_float(v: f64) -> String {
-    let s = format!("{v:.6}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
-}
+pub use api::gofmt::go_duration as format_duration;
 
 #[cfg(test)]
 mod tests {

@@ -49,69 +49,12 @@ pub(crate) fn rfc3339(seconds: i64, nanos: i64, micro: bool) -> Result<Value, St
 
 /// Go's `time.Duration.String()` of a count of nanoseconds.
 pub(crate) fn go_duration(nanos: i64) -> String {
-    let neg = nanos < 0;
-    let mut u = nanos.unsigned_abs();
-    if u == 0 {
-        return "0s".to_string();
-    }
-    // Built backwards, as Go does.
-    let mut rev: Vec<char> = Vec::new();
-    let frac = |rev: &mut Vec<char>, mut v: u64, prec: usize| -> u64 {
-        let mut print = false;
-        for _ in 0..prec {
-            let digit = (v % 10) as u8;
-            print = print || digit != 0;
-            if print {
-                rev.push(char::from(b'0' + digit));
-            }
-            v /= 10;
-        }
-        if print {
-            rev.push('.');
-        }
-        v
-    };
-    let int = |rev: &mut Vec<char>, mut v: u64| {
-        if v == 0 {
-            rev.push('0');
-        }
-        while v > 0 {
-            rev.push(char::from(b'0' + (v % 10) as u8));
-            v /= 10;
-        }
-    };
-    rev.push('s');
-    if u < 1_000_000_000 {
-        let prec = if u < 1_000 {
-            rev.push('n');
-            0
-        } else if u < 1_000_000 {
-            rev.push('µ');
-            3
-        } else {
-            rev.push('m');
-            6
-        };
-        u = frac(&mut rev, u, prec);
-        int(&mut rev, u);
+    let magnitude = api::gofmt::go_duration(std::time::Duration::from_nanos(nanos.unsigned_abs()));
+    if nanos < 0 {
+        format!("-{magnitude}")
     } else {
-        u = frac(&mut rev, u, 9);
-        int(&mut rev, u % 60);
-        u /= 60;
-        if u > 0 {
-            rev.push('m');
-            int(&mut rev, u % 60);
-            u /= 60;
-            if u > 0 {
-                rev.push('h');
-                int(&mut rev, u);
-            }
-        }
+        magnitude
     }
-    if neg {
-        rev.push('-');
-    }
-    rev.iter().rev().collect()
 }
 
 /// Whether `s` matches `^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$`, the syntax upstream's

@@ -384,6 +384,12 @@ fn unreachable_default() -> Profile {
 
 /// Profiles from a `KubeSchedulerConfiguration` (YAML or JSON).
 pub fn from_config(text: &str) -> Result<Vec<Profile>, ConfigError> {
+    load_config(text).map(|(profiles, _)| profiles)
+}
+
+/// A `KubeSchedulerConfiguration`'s profiles and back-off (`podInitialBackoffSeconds`,
+/// `podMaxBackoffSeconds`; upstream's 1 s and 10 s unless set), checked.
+pub fn load_config(text: &str) -> Result<(Vec<Profile>, Backoff), ConfigError> {
     let v: Value = serde_yaml_ng::from_str(text).map_err(|e| ConfigError::Decode(e.to_string()))?;
     let kind = v["kind"].as_str().unwrap_or_default();
     let api_version = v["apiVersion"].as_str().unwrap_or_default();
@@ -401,10 +407,13 @@ pub fn from_config(text: &str) -> Result<Vec<Profile>, ConfigError> {
         )));
     }
     let global_pct = percentage(&v["percentageOfNodesToScore"])?;
-    backoff(&v)?;
+    let backoff = backoff(&v)?;
     let profiles = v["profiles"].as_array().cloned().unwrap_or_default();
     if profiles.is_empty() {
-        return Ok(vec![with_percentage(default_profile(), global_pct)]);
+        return Ok((
+            vec![with_percentage(default_profile(), global_pct)],
+            backoff,
+        ));
     }
     let mut out: Vec<Profile> = Vec::new();
     for p in &profiles {
@@ -431,37 +440,19 @@ pub fn from_config(text: &str) -> Result<Vec<Profile>, ConfigError> {
         };
         out.push(build(&name, &set, &args, pct)?);
     }
-    Ok(out)
-}
-
-/// The back-off a `KubeSchedulerConfiguration` sets (`podInitialBackoffSeconds`,
-/// `podMaxBackoffSeconds`; upstream's 1 s and 10 s unless set); `None`: no file.
-pub fn pod_backoff(text: Option<&str>) -> Result<Backoff, ConfigError> {
-    match text {
-        Some(t) => {
-            let v: Value =
-                serde_yaml_ng::from_str(t).map_err(|e| ConfigError::Decode(e.to_string()))?;
-            backoff(&v)
-        }
-        None => Ok(Backoff::default()),
-    }
+    Ok((out, backoff))
 }
 
 /// The back-off of a configuration document, checked as upstream's validation does.
 fn backoff(v: &Value) -> Result<Backoff, ConfigError> {
-    let seconds = |field: &str, default: Duration| -> Result<(i64, Duration), ConfigError> {
-        match &v[field] {
-            Value::Null => Ok((i64::try_from(default.as_secs()).unwrap_or(0), default)),
-            n => {
-                let secs = n.as_i64().ok_or_else(|| {
-                    ConfigError::Decode(format!("{field}: expected an integer, got {n}"))
-                })?;
-                Ok((secs, Duration::from_secs(u64::try_from(secs).unwrap_or(0))))
-            }
-        }
+    let seconds = |field: &str, default: Duration| match &v[field] {
+        Value::Null => Ok(i64::try_from(default.as_secs()).unwrap_or(i64::MAX)),
+        n => n
+            .as_i64()
+            .ok_or_else(|| ConfigError::Decode(format!("{field}: expected an integer, got {n}"))),
     };
-    let (initial, initial_d) = seconds("podInitialBackoffSeconds", crate::queue::INITIAL_BACKOFF)?;
-    let (max, max_d) = seconds("podMaxBackoffSeconds", crate::queue::MAX_BACKOFF)?;
+    let initial = seconds("podInitialBackoffSeconds", crate::queue::INITIAL_BACKOFF)?;
+    let max = seconds("podMaxBackoffSeconds", crate::queue::MAX_BACKOFF)?;
     if initial <= 0 {
         return Err(ConfigError::Invalid(format!(
             "podInitialBackoffSeconds: Invalid value: {initial}: must be greater than 0"
@@ -472,9 +463,10 @@ fn backoff(v: &Value) -> Result<Backoff, ConfigError> {
             "podMaxBackoffSeconds: Invalid value: {max}: must be greater than or equal to PodInitialBackoffSeconds"
         )));
     }
+    let duration = |secs: i64| Duration::from_secs(u64::try_from(secs).unwrap_or(0));
     Ok(Backoff {
-        initial: initial_d,
-        max: max_d,
+        initial: duration(initial),
+        max: duration(max),
     })
 }
 
@@ -624,16 +616,16 @@ const V1: &str = "kubescheduler.config.k8s.io/v1";
 /// new ones appended, disabled ones dropped), and every enabled plugin's args defaulted.
 /// The connection and leader-election sections are the caller's (they come from flags).
 pub fn effective_config(text: Option<&str>) -> Result<Value, ConfigError> {
-    let doc: Value = match text {
+    let (doc, backoff): (Value, Backoff) = match text {
         Some(t) => {
             // Checked as the scheduler reads it, so a file that would not start
             // never renders.
-            from_config(t)?;
-            serde_yaml_ng::from_str(t).map_err(|e| ConfigError::Decode(e.to_string()))?
+            let (_, backoff) = load_config(t)?;
+            let doc = serde_yaml_ng::from_str(t).map_err(|e| ConfigError::Decode(e.to_string()))?;
+            (doc, backoff)
         }
-        None => Value::Null,
+        None => (Value::Null, Backoff::default()),
     };
-    let backoff = backoff(&doc)?;
     let mut profiles: Vec<Value> = doc["profiles"].as_array().cloned().unwrap_or_default();
     if profiles.is_empty() {
         profiles.push(Value::Null);

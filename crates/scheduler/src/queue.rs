@@ -15,6 +15,7 @@ use crate::model::PodInfo;
 
 pub const INITIAL_BACKOFF: Duration = Duration::from_secs(1);
 pub const MAX_BACKOFF: Duration = Duration::from_secs(10);
+pub const MAX_IN_UNSCHEDULABLE: Duration = Duration::from_secs(5 * 60);
 
 /// How long a pod that failed waits before its next attempt: `initial` doubled per
 /// attempt since, up to `max` (upstream's `podInitialBackoffSeconds`,
@@ -33,7 +34,6 @@ impl Default for Backoff {
         }
     }
 }
-pub const MAX_IN_UNSCHEDULABLE: Duration = Duration::from_secs(5 * 60);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Where {

@@ -203,11 +203,13 @@ pub fn load_scheduler_config(opts: &SchedulerOptions) -> anyhow::Result<Schedule
         }
         (None, None) => (None, String::new()),
     };
-    let profiles = match &document {
-        Some(text) => scheduler::config::from_config(text).with_context(|| context.clone())?,
-        None => vec![scheduler::config::default_profile()],
+    let (profiles, backoff) = match &document {
+        Some(text) => scheduler::config::load_config(text).with_context(|| context)?,
+        None => (
+            vec![scheduler::config::default_profile()],
+            scheduler::queue::Backoff::default(),
+        ),
     };
-    let backoff = scheduler::config::pod_backoff(document.as_deref()).with_context(|| context)?;
     Ok(SchedulerConfig {
         profiles,
         backoff,
@@ -224,52 +226,59 @@ pub fn scheduler_configz(
     kubeconfig: &Path,
 ) -> anyhow::Result<Arc<serde_json::Value>> {
     let mut config = scheduler::config::effective_config(config.document.as_deref())?;
-    let d = |d: std::time::Duration| api::gofmt::go_duration(d);
+    config["leaderElection"] = leader_election(SCHEDULER, leader_elect);
+    config["clientConnection"] = client_connection(kubeconfig);
+    Ok(runtime::serving::configz("componentconfig", config))
+}
+
+/// A component's `leaderElection` as it runs (`LeaderElectionConfiguration`): the
+/// `kube-system/<lease>` Lease with upstream's timings.
+fn leader_election(lease: &str, leader_elect: bool) -> serde_json::Value {
     use runtime::leaderelection::{
         DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD,
     };
-    config["leaderElection"] = serde_json::json!({
+    let d = api::gofmt::go_duration;
+    serde_json::json!({
         "leaderElect": leader_elect,
         "leaseDuration": d(DEFAULT_LEASE_DURATION),
         "renewDeadline": d(DEFAULT_RENEW_DEADLINE),
         "retryPeriod": d(DEFAULT_RETRY_PERIOD),
         "resourceLock": "leases",
-        "resourceName": SCHEDULER,
+        "resourceName": lease,
         "resourceNamespace": "kube-system",
-    });
-    config["clientConnection"] = client_connection(kubeconfig, false);
-    Ok(runtime::serving::configz("componentconfig", config))
+    })
 }
 
 /// A component's `clientConnection` as it runs: JSON, and no client-side rate limit
-/// (a negative QPS, as client-go reads it). The controller manager's v1alpha1
-/// configuration spells its fields capitalized.
-fn client_connection(kubeconfig: &Path, capitalized: bool) -> serde_json::Value {
-    let fields = [
-        (
-            "kubeconfig",
-            serde_json::Value::from(kubeconfig.display().to_string()),
-        ),
-        ("acceptContentTypes", "".into()),
-        ("contentType", "application/json".into()),
-        ("qps", (-1).into()),
-        ("burst", 0.into()),
-    ];
-    fields
-        .into_iter()
-        .map(|(k, v)| {
-            let key = if capitalized {
-                match k {
+/// (a negative QPS, as client-go reads it).
+fn client_connection(kubeconfig: &Path) -> serde_json::Value {
+    serde_json::json!({
+        "kubeconfig": kubeconfig.display().to_string(),
+        "acceptContentTypes": "",
+        "contentType": "application/json",
+        "qps": -1,
+        "burst": 0,
+    })
+}
+
+/// An object's fields as the v1alpha1 component configurations spell them, which carry
+/// no JSON tags below the top: Go's field names (`leaderElect` → `LeaderElect`, `qps` →
+/// `QPS`).
+fn go_field_names(v: serde_json::Value) -> serde_json::Value {
+    match v {
+        serde_json::Value::Object(map) => map
+            .into_iter()
+            .map(|(k, v)| {
+                let name = match k.as_str() {
                     "qps" => "QPS".to_string(),
                     _ => k[..1].to_ascii_uppercase() + &k[1..],
-                }
-            } else {
-                k.to_string()
-            };
-            (key, v)
-        })
-        .collect::<serde_json::Map<_, _>>()
-        .into()
+                };
+                (name, v)
+            })
+            .collect::<serde_json::Map<_, _>>()
+            .into(),
+        other => other,
+    }
 }
 
 /// The controller manager's `/configz` document (upstream's
@@ -280,10 +289,7 @@ pub fn controller_manager_configz(
     leader_elect: bool,
     kubeconfig: &Path,
 ) -> Arc<serde_json::Value> {
-    use runtime::leaderelection::{
-        DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD,
-    };
-    let d = |d: std::time::Duration| api::gofmt::go_duration(d);
+    let d = api::gofmt::go_duration;
     let root_ca = options
         .root_ca_file
         .as_ref()
@@ -293,16 +299,8 @@ pub fn controller_manager_configz(
         "kind": "KubeControllerManagerConfiguration",
         "apiVersion": "kubecontrollermanager.config.k8s.io/v1alpha1",
         "Generic": {
-            "ClientConnection": client_connection(kubeconfig, true),
-            "LeaderElection": {
-                "LeaderElect": leader_elect,
-                "LeaseDuration": d(DEFAULT_LEASE_DURATION),
-                "RenewDeadline": d(DEFAULT_RENEW_DEADLINE),
-                "RetryPeriod": d(DEFAULT_RETRY_PERIOD),
-                "ResourceLock": "leases",
-                "ResourceName": CONTROLLER_MANAGER,
-                "ResourceNamespace": "kube-system",
-            },
+            "ClientConnection": go_field_names(client_connection(kubeconfig)),
+            "LeaderElection": go_field_names(leader_election(CONTROLLER_MANAGER, leader_elect)),
             "Controllers": options.controllers,
         },
         "KubeCloudShared": {
