@@ -72,6 +72,27 @@ impl<K> Indexes<K> {
     }
 
     fn insert(&mut self, key: String, obj: &Arc<K>, indexers: &[Indexer<K>]) {
+        // Most updates leave every index value as it was (a pod's status changed): the
+        // object is swapped in place, without unindexing and indexing the key again.
+        let mut values = indexers
+            .iter()
+            .flat_map(|ix| (ix.values)(obj).into_iter().map(move |v| (ix.name, v)));
+        let Indexes { entries, of } = self;
+        if let Some((k, old)) = of.get_key_value(key.as_str()) {
+            let same = old.iter().all(|(name, v)| {
+                values
+                    .next()
+                    .is_some_and(|(n, new)| n == *name && new == **v)
+            }) && values.next().is_none();
+            if same {
+                for entry in old {
+                    if let Some(slot) = entries.get_mut(entry).and_then(|m| m.get_mut(k)) {
+                        *slot = Arc::clone(obj);
+                    }
+                }
+                return;
+            }
+        }
         self.remove(&key);
         let key: Arc<str> = Arc::from(key);
         let mut pairs = Vec::new();
@@ -848,6 +869,14 @@ mod tests {
         assert!(keys(&ix, "controller", "orphan/ns").is_empty());
         assert!(keys(&ix, "node", "n1").is_empty());
         assert_eq!(keys(&ix, "node", "n2"), vec!["ns/b"]);
+        // An update with the same index values swaps the object in every entry.
+        let again = Arc::new(pod("b", Some("rs-1"), Some("n2")));
+        ix.insert("ns/b".into(), &again, POD_INDEXERS);
+        for entry in &ix.of["ns/b"] {
+            assert!(Arc::ptr_eq(&ix.entries[entry]["ns/b"], &again), "{entry:?}");
+        }
+        assert_eq!(ix.of["ns/b"].len(), 3);
+        assert_eq!(keys(&ix, "controller", "rs-1"), vec!["ns/a", "ns/b"]);
         ix.remove("ns/a");
         ix.remove("ns/b");
         assert!(ix.entries.is_empty() && ix.of.is_empty());

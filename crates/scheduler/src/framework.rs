@@ -109,6 +109,22 @@ pub trait Plugin: Send + Sync {
         0
     }
 
+    /// The raw scores of the feasible nodes `nodes` (slots in the cache), into `out` (one
+    /// per node). Node by node by default; a plugin with per-cycle state overrides it to
+    /// read that state once per cycle rather than once per node.
+    fn score_all(
+        &self,
+        pod: &PodInfo,
+        nodes: &[usize],
+        cache: &Cache,
+        state: &CycleState,
+        out: &mut [i64],
+    ) {
+        score_each(nodes, cache, out, |node| {
+            self.score(pod, node, cache, state)
+        });
+    }
+
     /// Scales raw scores to 0–100.
     fn normalize(&self, _scores: &mut [i64]) {}
 
@@ -124,6 +140,18 @@ pub trait Plugin: Send + Sync {
 
     fn pre_bind(&self, _pod: &PodInfo, _node: &str) -> Result<(), String> {
         Ok(())
+    }
+}
+
+/// Fills `out` with `score` of each node of `nodes` (slots in the cache), in order.
+pub fn score_each(
+    nodes: &[usize],
+    cache: &Cache,
+    out: &mut [i64],
+    mut score: impl FnMut(&NodeInfo) -> i64,
+) {
+    for (s, &i) in out.iter_mut().zip(nodes) {
+        *s = score(&cache.node_slots()[i]);
     }
 }
 
@@ -410,9 +438,7 @@ impl Algorithm {
         let mut totals = vec![0i64; feasible.len()];
         let mut scores = vec![0i64; feasible.len()];
         for (p, weight) in &profile.score {
-            for (s, &i) in scores.iter_mut().zip(&feasible) {
-                *s = p.score(pod, &cache.node_slots()[i], cache, &state);
-            }
+            p.score_all(pod, &feasible, cache, &state, &mut scores);
             p.normalize(&mut scores);
             for (t, s) in totals.iter_mut().zip(&scores) {
                 *t += (*s).max(0) * weight;

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use crate::cache::Cache;
-use crate::framework::{CycleState, Fail, MAX_NODE_SCORE, Plugin};
+use crate::framework::{CycleState, Fail, MAX_NODE_SCORE, Plugin, score_each};
 use crate::model::{Effect, NodeInfo, PodInfo, Taint, normalize_image};
 
 pub const ERR_UNSCHEDULABLE: &str = "node(s) were unschedulable";
@@ -367,20 +367,47 @@ impl Plugin for ImageLocality {
     }
 
     fn score(&self, pod: &PodInfo, node: &NodeInfo, _: &Cache, state: &CycleState) -> i64 {
-        let Some(spread) = state.read::<ImageSpread>("ImageLocality") else {
-            return 0;
-        };
-        let mut sum = 0i64;
-        for (image, have) in &spread.per_image {
-            if let Some(size) = node.images.get(image) {
-                sum += size * have / spread.total_nodes.max(1);
-            }
+        match state.read::<ImageSpread>("ImageLocality") {
+            Some(spread) => image_score(pod, node, spread),
+            None => 0,
         }
-        let containers = i64::try_from(pod.images.len().max(1)).unwrap_or(1);
-        let max = MAX_CONTAINER_THRESHOLD * containers;
-        let sum = sum.clamp(MIN_THRESHOLD, max);
-        MAX_NODE_SCORE * (sum - MIN_THRESHOLD) / (max - MIN_THRESHOLD)
     }
+
+    fn score_all(
+        &self,
+        pod: &PodInfo,
+        nodes: &[usize],
+        cache: &Cache,
+        state: &CycleState,
+        out: &mut [i64],
+    ) {
+        let Some(spread) = state.read::<ImageSpread>("ImageLocality") else {
+            out.fill(0);
+            return;
+        };
+        if spread.per_image.is_empty() {
+            // No node holds any of the pod's images: every node scores alike.
+            let first = nodes.first().map(|&i| &cache.node_slots()[i]);
+            out.fill(first.map_or(0, |n| image_score(pod, n, spread)));
+            return;
+        }
+        score_each(nodes, cache, out, |node| image_score(pod, node, spread));
+    }
+}
+
+/// ImageLocality's score of a node: the sizes of the pod's images it holds, each scaled by
+/// the share of nodes holding it, between the thresholds.
+fn image_score(pod: &PodInfo, node: &NodeInfo, spread: &ImageSpread) -> i64 {
+    let mut sum = 0i64;
+    for (image, have) in &spread.per_image {
+        if let Some(size) = node.images.get(image) {
+            sum += size * have / spread.total_nodes.max(1);
+        }
+    }
+    let containers = i64::try_from(pod.images.len().max(1)).unwrap_or(1);
+    let max = MAX_CONTAINER_THRESHOLD * containers;
+    let sum = sum.clamp(MIN_THRESHOLD, max);
+    MAX_NODE_SCORE * (sum - MIN_THRESHOLD) / (max - MIN_THRESHOLD)
 }
 
 /// Upstream's `DefaultNormalizeScore`: scaled to 0–100 by the highest score (reversed: the

@@ -651,3 +651,52 @@ fn balanced_allocation_scores_as_upstream() {
     // n3: cpu 1 (capped) and storage 0.25, memory skipped: std 0.375.
     assert_eq!(score(&three, "n3"), 62);
 }
+
+/// Every default Score plugin scores the feasible nodes at once (reading its cycle state
+/// once) exactly as node by node: with images some nodes hold, spread and affinity terms
+/// matching bound pods, and with none of those.
+#[test]
+fn scoring_all_nodes_at_once_matches_scoring_each() {
+    let mut c = Cache::new();
+    for i in 0..6 {
+        let mut n = node_json(&format!("n{i}"), &format!("z{}", i % 2), "4", 110);
+        if i % 3 == 0 {
+            n["status"]["images"] =
+                json!([{"names": ["docker.io/library/web:latest"], "sizeBytes": 300_000_000}]);
+        }
+        c.set_node(&node(n));
+    }
+    for i in 0..4 {
+        let p = pod(pod_json(&format!("db-{i}"), json!({"app": "db"}), "500m"));
+        bind(&mut c, p, &format!("n{}", i % 3));
+    }
+    let mut rich = pod_json("web", json!({"app": "web"}), "200m");
+    rich["spec"]["topologySpreadConstraints"] = json!([{"maxSkew": 1,
+        "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway",
+        "labelSelector": {"matchLabels": {"app": "db"}}}]);
+    rich["spec"]["affinity"] = json!({"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 5, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
+            "labelSelector": {"matchLabels": {"app": "db"}}}}]}});
+    let mut plain = pod_json("other", json!({"app": "other"}), "100m");
+    plain["spec"]["containers"][0]["image"] = json!("nowhere:1");
+    let profile = default_profile();
+    for p in [pod(rich), pod(plain)] {
+        let feasible: Vec<usize> = (0..c.node_slots().len()).collect();
+        let mut state = CycleState::default();
+        for pre in &profile.pre_filter {
+            pre.pre_filter(&p, &mut c, &mut state).unwrap();
+        }
+        for pre in &profile.pre_score {
+            pre.pre_score(&p, &mut c, &feasible, &mut state);
+        }
+        for (plugin, _) in &profile.score {
+            let mut at_once = vec![i64::MIN; feasible.len()];
+            plugin.score_all(&p, &feasible, &c, &state, &mut at_once);
+            let each: Vec<i64> = feasible
+                .iter()
+                .map(|&i| plugin.score(&p, &c.node_slots()[i], &c, &state))
+                .collect();
+            assert_eq!(at_once, each, "{} for {}", plugin.name(), p.name);
+        }
+    }
+}

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use api::selector::LabelSelector;
 
 use crate::cache::Cache;
-use crate::framework::{CycleState, Fail, MAX_NODE_SCORE, Plugin};
+use crate::framework::{CycleState, Fail, MAX_NODE_SCORE, Plugin, score_each};
 use crate::model::{NO_DOMAIN, Namespaces, NodeInfo, PodInfo, SpreadConstraint, WhenUnsatisfiable};
 use crate::plugins::node_matches_affinity;
 
@@ -99,6 +99,33 @@ struct SpreadScoreState {
     constraints: Vec<(usize, f64, i32)>,
     /// Nodes without every key are ignored (not with the system defaults).
     require_all: bool,
+}
+
+impl SpreadScoreState {
+    /// A node's raw score: the matching pods in its domains, weighted (`-1`: ignored).
+    fn score(&self, node: &NodeInfo, cache: &Cache) -> i64 {
+        if self.constraints.is_empty() {
+            return 0;
+        }
+        // Nodes without every key are ignored (upstream's IgnoredNodes).
+        if self.require_all
+            && self
+                .constraints
+                .iter()
+                .any(|(id, ..)| cache.count_on(*id, node).is_none())
+        {
+            return -1;
+        }
+        let mut score = 0.0;
+        for (id, weight, max_skew) in &self.constraints {
+            let Some(count) = cache.count_on(*id, node) else {
+                continue;
+            };
+            let count = f64::from(count);
+            score += count * weight + f64::from(max_skew - 1);
+        }
+        score.round() as i64
+    }
 }
 
 impl PodTopologySpread {
@@ -285,29 +312,26 @@ impl Plugin for PodTopologySpread {
     }
 
     fn score(&self, _: &PodInfo, node: &NodeInfo, cache: &Cache, state: &CycleState) -> i64 {
-        let Some(s) = state.read::<SpreadScoreState>("PodTopologySpread/score") else {
-            return 0;
-        };
-        if s.constraints.is_empty() {
-            return 0;
+        match state.read::<SpreadScoreState>("PodTopologySpread/score") {
+            Some(s) => s.score(node, cache),
+            None => 0,
         }
-        // Nodes without every key are ignored (upstream's IgnoredNodes).
-        if s.require_all
-            && s.constraints
-                .iter()
-                .any(|(id, ..)| cache.count_on(*id, node).is_none())
-        {
-            return -1;
+    }
+
+    fn score_all(
+        &self,
+        _: &PodInfo,
+        nodes: &[usize],
+        cache: &Cache,
+        state: &CycleState,
+        out: &mut [i64],
+    ) {
+        match state.read::<SpreadScoreState>("PodTopologySpread/score") {
+            Some(s) if !s.constraints.is_empty() => {
+                score_each(nodes, cache, out, |node| s.score(node, cache));
+            }
+            _ => out.fill(0),
         }
-        let mut score = 0.0;
-        for (id, weight, max_skew) in &s.constraints {
-            let Some(count) = cache.count_on(*id, node) else {
-                continue;
-            };
-            let count = f64::from(count);
-            score += count * weight + f64::from(max_skew - 1);
-        }
-        score.round() as i64
     }
 
     fn normalize(&self, scores: &mut [i64]) {
@@ -343,6 +367,16 @@ struct AffinityFilterState {
 struct AffinityScoreState {
     /// (counter, signed weight)
     terms: Vec<(usize, i64)>,
+}
+
+impl AffinityScoreState {
+    /// A node's raw score: the weighted count of matching pods in its domains.
+    fn score(&self, node: &NodeInfo, cache: &Cache) -> i64 {
+        self.terms
+            .iter()
+            .filter_map(|(id, w)| Some(i64::from(cache.count_on(*id, node)?) * w))
+            .sum()
+    }
 }
 
 impl Plugin for InterPodAffinity {
@@ -435,13 +469,26 @@ impl Plugin for InterPodAffinity {
     }
 
     fn score(&self, _: &PodInfo, node: &NodeInfo, cache: &Cache, state: &CycleState) -> i64 {
-        let Some(s) = state.read::<AffinityScoreState>("InterPodAffinity/score") else {
-            return 0;
-        };
-        s.terms
-            .iter()
-            .filter_map(|(id, w)| Some(i64::from(cache.count_on(*id, node)?) * w))
-            .sum()
+        match state.read::<AffinityScoreState>("InterPodAffinity/score") {
+            Some(s) => s.score(node, cache),
+            None => 0,
+        }
+    }
+
+    fn score_all(
+        &self,
+        _: &PodInfo,
+        nodes: &[usize],
+        cache: &Cache,
+        state: &CycleState,
+        out: &mut [i64],
+    ) {
+        match state.read::<AffinityScoreState>("InterPodAffinity/score") {
+            Some(s) if !s.terms.is_empty() => {
+                score_each(nodes, cache, out, |node| s.score(node, cache));
+            }
+            _ => out.fill(0),
+        }
     }
 
     fn normalize(&self, scores: &mut [i64]) {
