@@ -440,6 +440,23 @@ fn rkube_scheduler_runs_as_its_own_process_with_leader_election() {
     std::fs::write(&bad, "kind: Nope\n").unwrap();
     let err = testkit::server_start_error(&["--scheduler-config", bad.to_str().unwrap()]);
     assert!(err.contains("no kind \"Nope\""), "{err}");
+    // So does a leader election the file makes impossible (checked when electing).
+    std::fs::write(
+        &bad,
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+         leaderElection:\n  leaseDuration: 5s\n",
+    )
+    .unwrap();
+    let err = testkit::server_start_error(&[
+        "--leader-elect",
+        "true",
+        "--scheduler-config",
+        bad.to_str().unwrap(),
+    ]);
+    assert!(
+        err.contains("leaderElection.leaseDuration: Invalid value: \"10s\": LeaseDuration must be greater than RenewDeadline"),
+        "{err}"
+    );
 }
 
 fn rollout_ok(server: &RkubeServer, args: &[&str]) -> String {
@@ -738,12 +755,20 @@ fn standalone_components_serve_health_and_authorized_metrics() {
     let server = RkubeServer::start_with(&["--disable-scheduler", "--disable-controller-manager"]);
     let _sim = SimNodes::start(&server, "a", &["--count", "1"]);
     let (cm_port, sched_port) = (testkit::free_port(), testkit::free_port());
+    // Its Lease named and timed by the --leader-elect-* flags, as upstream's.
     let _cm = Proc::component(
         &server,
         "controller-manager",
         "controller.kubeconfig",
         "one",
-        &[],
+        &[
+            "--leader-elect-resource-name",
+            "cm-lock",
+            "--leader-elect-lease-duration",
+            "30s",
+            "--leader-elect-renew-deadline",
+            "20s",
+        ],
         cm_port,
     );
     // The scheduler asks for authorizations with an identity that may not: upstream's
@@ -755,7 +780,11 @@ fn standalone_components_serve_health_and_authorized_metrics() {
     let config = dir.path().join("scheduler.yaml");
     std::fs::write(
         &config,
-        format!("{BIN_PACKER}podInitialBackoffSeconds: 2\n"),
+        // The file's leaderElection names the scheduler's Lease and times it.
+        format!(
+            "{BIN_PACKER}podInitialBackoffSeconds: 2\nleaderElection:\n  resourceName: sched-lock\n  \
+             leaseDuration: 20s\n  renewDeadline: 15s\n  retryPeriod: 3s\n"
+        ),
     )
     .unwrap();
     let _sched = Proc::component(
@@ -822,8 +851,12 @@ fn standalone_components_serve_health_and_authorized_metrics() {
     };
     let sched_config = configz(&sched_admin, "componentconfig");
     assert_eq!(sched_config["kind"], "KubeSchedulerConfiguration");
-    assert_eq!(sched_config["leaderElection"]["leaderElect"], true);
-    assert_eq!(sched_config["leaderElection"]["leaseDuration"], "15s");
+    assert_eq!(
+        sched_config["leaderElection"],
+        json!({"leaderElect": true, "leaseDuration": "20s", "renewDeadline": "15s",
+            "retryPeriod": "3s", "resourceLock": "leases", "resourceName": "sched-lock",
+            "resourceNamespace": "kube-system"})
+    );
     assert_eq!(sched_config["podInitialBackoffSeconds"], 2);
     assert_eq!(sched_config["podMaxBackoffSeconds"], 10);
     let bin_packer = &sched_config["profiles"][1];
@@ -841,8 +874,17 @@ fn standalone_components_serve_health_and_authorized_metrics() {
     let cm_config = configz(&cm_admin, "kubecontrollermanager.config.k8s.io");
     assert_eq!(
         cm_config["Generic"]["LeaderElection"]["ResourceName"],
-        "kube-controller-manager"
+        "cm-lock"
     );
+    assert_eq!(
+        cm_config["Generic"]["LeaderElection"]["LeaseDuration"],
+        "30s"
+    );
+    // The Leases they hold, with those durations.
+    for (lease, seconds) in [("sched-lock", 20), ("cm-lock", 30)] {
+        let l = get(&server, &["lease", "-n", "kube-system", lease]);
+        assert_eq!(l["spec"]["leaseDurationSeconds"], seconds, "{l}");
+    }
     assert_eq!(cm_config["NodeIPAMController"]["NodeCIDRMaskSize"], 24);
     assert_eq!(cm_config["Generic"]["Controllers"], json!(["*"]));
     assert_eq!(

@@ -529,6 +529,9 @@ pub struct LeaderElectionConfig {
     pub namespace: String,
     /// Name of the Lease.
     pub name: String,
+    /// The name the `leader_election_*` series carry (upstream's `LeaderElectionConfig.Name`:
+    /// the component's, whatever Lease it locks); the Lease's name unless set.
+    pub metrics_name: String,
     /// This candidate's identity, unique among the candidates.
     pub identity: String,
     /// How long a candidate waits without seeing the record change before taking over.
@@ -550,9 +553,11 @@ impl LeaderElectionConfig {
         name: impl Into<String>,
         identity: impl Into<String>,
     ) -> Self {
+        let name = name.into();
         LeaderElectionConfig {
             namespace: namespace.into(),
-            name: name.into(),
+            metrics_name: name.clone(),
+            name,
             identity: identity.into(),
             lease_duration: DEFAULT_LEASE_DURATION,
             renew_deadline: DEFAULT_RENEW_DEADLINE,
@@ -809,7 +814,7 @@ impl LeaderElector {
         }
         tracing::info!(%lock, identity = %self.config.identity, "successfully acquired lease");
         self.leading.send_replace(true);
-        crate::metrics::leader_status(&self.config.name, true);
+        crate::metrics::leader_status(&self.config.metrics_name, true);
 
         let (lost_tx, lost_rx) = watch::channel(false);
         let mut work = pin!(on_started_leading(LeadershipLost(lost_rx)));
@@ -828,7 +833,7 @@ impl LeaderElector {
             }
         };
         self.leading.send_replace(false);
-        crate::metrics::leader_status(&self.config.name, false);
+        crate::metrics::leader_status(&self.config.metrics_name, false);
         lost_tx.send_replace(true);
         match stop {
             Stop::Lost => tracing::info!(%lock, "failed to renew lease; leadership lost"),
@@ -1009,7 +1014,7 @@ impl LeaderElector {
             Decision::Renew(record) | Decision::TakeOver(record) => {
                 if renewing {
                     // The leader renewing past the fast path (client-go counts it so).
-                    crate::metrics::leader_slowpath(&self.config.name);
+                    crate::metrics::leader_slowpath(&self.config.metrics_name);
                 }
                 let Some(base) = &self.lease else {
                     return false;

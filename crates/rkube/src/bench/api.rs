@@ -176,6 +176,33 @@ pub(super) fn cpu_secs(pid: u32) -> Option<f64> {
     Some((utime + stime) / 100.0)
 }
 
+/// CPU seconds of a process's live threads, summed by thread name (the kernel's `comm`,
+/// at most 15 bytes: `controller-mana` for the in-process controller manager's threads).
+/// Threads that have exited are in the process's total only.
+pub(super) fn thread_cpu_secs(pid: u32) -> std::collections::BTreeMap<String, f64> {
+    let mut out = std::collections::BTreeMap::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for task in tasks.flatten() {
+        let Ok(s) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue;
+        };
+        let (Some(open), Some(close)) = (s.find('('), s.rfind(')')) else {
+            continue;
+        };
+        let mut fields = s[close + 1..].split_whitespace();
+        let (Some(utime), Some(stime)) = (fields.nth(11), fields.next()) else {
+            continue;
+        };
+        let (Ok(utime), Ok(stime)) = (utime.parse::<f64>(), stime.parse::<f64>()) else {
+            continue;
+        };
+        *out.entry(s[open + 1..close].to_string()).or_insert(0.0) += (utime + stime) / 100.0;
+    }
+    out
+}
+
 /// Resident memory of a process once it has settled: sampled every second until it has
 /// not dropped by more than 1% for three samples (at most 30 s), so freed pages that the
 /// allocator returns to the system after its decay time (jemalloc: 10 s) are not counted

@@ -8,16 +8,16 @@ use std::sync::Arc;
 use anyhow::Context;
 use runtime::ClientSource;
 
+pub use super::leader::{LeaderElection, LeaderElectionFlags};
+
 /// `rkube controller-manager`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ControllerManagerArgs {
     /// The kubeconfig of the controller manager's identity.
     #[arg(long)]
     pub kubeconfig: PathBuf,
-    /// Run only while holding the `kube-system/kube-controller-manager` Lease, so
-    /// several controller managers can run for HA.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-    pub leader_elect: bool,
+    #[command(flatten)]
+    pub leader_election: LeaderElectionFlags,
     #[command(flatten)]
     pub options: ControllerOptions,
     #[command(flatten)]
@@ -152,10 +152,9 @@ pub struct SchedulerArgs {
     /// The kubeconfig of the scheduler's identity.
     #[arg(long)]
     pub kubeconfig: PathBuf,
-    /// Schedule only while holding the `kube-system/kube-scheduler` Lease, so several
-    /// schedulers can run for HA.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-    pub leader_elect: bool,
+    /// (With `--config`, only the flags given override its `leaderElection`.)
+    #[command(flatten)]
+    pub leader_election: LeaderElectionFlags,
     #[command(flatten)]
     pub options: SchedulerOptions,
     #[command(flatten)]
@@ -181,6 +180,8 @@ pub struct SchedulerConfig {
     /// The `KubeSchedulerConfiguration` given (a policy file's as the configuration it
     /// amounts to); `None`: upstream's defaults.
     document: Option<String>,
+    /// The file's `leaderElection` section, if it has one.
+    pub leader_election: Option<serde_json::Value>,
 }
 
 /// The scheduler's configuration from its options, checked (upstream's defaults without a
@@ -210,10 +211,17 @@ pub fn load_scheduler_config(opts: &SchedulerOptions) -> anyhow::Result<Schedule
             scheduler::queue::Backoff::default(),
         ),
     };
+    let leader_election = match &document {
+        Some(text) => serde_yaml_ng::from_str::<serde_json::Value>(text)
+            .ok()
+            .and_then(|mut v| v.get_mut("leaderElection").map(serde_json::Value::take)),
+        None => None,
+    };
     Ok(SchedulerConfig {
         profiles,
         backoff,
         document,
+        leader_election,
     })
 }
 
@@ -222,31 +230,13 @@ pub fn load_scheduler_config(opts: &SchedulerOptions) -> anyhow::Result<Schedule
 /// it runs with.
 pub fn scheduler_configz(
     config: &SchedulerConfig,
-    leader_elect: bool,
+    leader_election: &LeaderElection,
     kubeconfig: &Path,
 ) -> anyhow::Result<Arc<serde_json::Value>> {
     let mut config = scheduler::config::effective_config(config.document.as_deref())?;
-    config["leaderElection"] = leader_election(SCHEDULER, leader_elect);
+    config["leaderElection"] = leader_election.to_json();
     config["clientConnection"] = client_connection(kubeconfig);
     Ok(runtime::serving::configz("componentconfig", config))
-}
-
-/// A component's `leaderElection` as it runs (`LeaderElectionConfiguration`): the
-/// `kube-system/<lease>` Lease with upstream's timings.
-fn leader_election(lease: &str, leader_elect: bool) -> serde_json::Value {
-    use runtime::leaderelection::{
-        DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD,
-    };
-    let d = api::gofmt::go_duration;
-    serde_json::json!({
-        "leaderElect": leader_elect,
-        "leaseDuration": d(DEFAULT_LEASE_DURATION),
-        "renewDeadline": d(DEFAULT_RENEW_DEADLINE),
-        "retryPeriod": d(DEFAULT_RETRY_PERIOD),
-        "resourceLock": "leases",
-        "resourceName": lease,
-        "resourceNamespace": "kube-system",
-    })
 }
 
 /// A component's `clientConnection` as it runs: JSON, and no client-side rate limit
@@ -286,7 +276,7 @@ fn go_field_names(v: serde_json::Value) -> serde_json::Value {
 /// (v1alpha1, whose fields are capitalized) of the settings it runs with.
 pub fn controller_manager_configz(
     options: &ControllerOptions,
-    leader_elect: bool,
+    leader_election: &LeaderElection,
     kubeconfig: &Path,
 ) -> Arc<serde_json::Value> {
     let d = api::gofmt::go_duration;
@@ -300,7 +290,7 @@ pub fn controller_manager_configz(
         "apiVersion": "kubecontrollermanager.config.k8s.io/v1alpha1",
         "Generic": {
             "ClientConnection": go_field_names(client_connection(kubeconfig)),
-            "LeaderElection": go_field_names(leader_election(CONTROLLER_MANAGER, leader_elect)),
+            "LeaderElection": go_field_names(leader_election.to_json()),
             "Controllers": options.controllers,
         },
         "KubeCloudShared": {
@@ -413,12 +403,18 @@ pub const CONTROLLER_MANAGER: &str = "kube-controller-manager";
 /// `rkube scheduler`: runs until SIGTERM.
 pub async fn scheduler(args: SchedulerArgs) -> anyhow::Result<()> {
     let config = load_scheduler_config(&args.options)?;
-    let configz = scheduler_configz(&config, args.leader_elect, &args.kubeconfig)?;
+    let leader_election = LeaderElection::resolve(
+        SCHEDULER,
+        config.leader_election.as_ref(),
+        &args.leader_election,
+    )
+    .context("the scheduler's leader election")?;
+    let configz = scheduler_configz(&config, &leader_election, &args.kubeconfig)?;
     let source = ClientSource::kubeconfig(args.kubeconfig).for_component(SCHEDULER);
     let metrics: Arc<scheduler::metrics::Metrics> = Arc::default();
     let rendered = Arc::clone(&metrics);
     let health = Health::default();
-    let (healthz, livez_readyz) = health.scheduler_checks(args.leader_elect);
+    let (healthz, livez_readyz) = health.scheduler_checks(leader_election.leader_elect);
     let _serving = start_serving(
         &args.serving,
         SCHEDULER_PORT,
@@ -438,7 +434,7 @@ pub async fn scheduler(args: SchedulerArgs) -> anyhow::Result<()> {
         &source,
         config,
         metrics,
-        args.leader_elect,
+        &leader_election,
         shutdown,
         &health,
     )
@@ -600,14 +596,14 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// The scheduler until `shutdown`, under leader election when `leader_elect`: its watches
+/// The scheduler until `shutdown`, under leader election when elected: its watches
 /// run from the start, so a standby is ready to take over with warm caches (as
 /// upstream's); it schedules only while leading.
 pub async fn run_scheduler(
     source: &ClientSource,
     config: SchedulerConfig,
     metrics: Arc<scheduler::metrics::Metrics>,
-    leader_elect: bool,
+    leader_election: &LeaderElection,
     shutdown: impl std::future::Future<Output = ()> + Send,
     health: &Health,
 ) -> anyhow::Result<()> {
@@ -617,13 +613,13 @@ pub async fn run_scheduler(
         s.run();
         tracing::info!("scheduler started");
     };
-    if !leader_elect {
+    if !leader_election.leader_elect {
         schedule();
         shutdown.await;
         return Ok(());
     }
     elected(
-        SCHEDULER,
+        leader_election,
         source,
         shutdown,
         &health.leader,
@@ -641,17 +637,17 @@ pub struct LeaderLost(pub String);
 
 impl std::fmt::Display for LeaderLost {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "leaderelection lost (kube-system/{})", self.0)
+        write!(f, "leaderelection lost ({})", self.0)
     }
 }
 
 impl std::error::Error for LeaderLost {}
 
-/// Runs `work` while holding the `kube-system/<lease>` Lease (upstream's 15 s / 10 s /
-/// 2 s), releasing it on shutdown. Losing it is fatal, as upstream: the caller exits
+/// Runs `work` while holding the Lease `leader_election` names, with its timings,
+/// releasing it on shutdown. Losing it is fatal, as upstream: the caller exits
 /// and a supervisor starts it again as a follower.
 async fn elected<F, Fut>(
-    lease: &str,
+    leader_election: &LeaderElection,
     source: &ClientSource,
     shutdown: impl std::future::Future<Output = ()> + Send,
     health: &runtime::leaderelection::LeaderHealth,
@@ -661,13 +657,12 @@ where
     F: FnOnce(runtime::leaderelection::LeadershipLost) -> Fut + Send,
     Fut: std::future::Future<Output = ()> + Send,
 {
-    use runtime::leaderelection::{
-        KubeLeaseClient, LeaderElectionConfig, LeaderElector, RunOutcome,
-    };
+    use runtime::leaderelection::{KubeLeaseClient, LeaderElector, RunOutcome};
     let client = controllers::run::client_from(source).await?;
     let identity = format!("{}_{}", host_name(), uuid::Uuid::new_v4());
-    let mut config = LeaderElectionConfig::new("kube-system", lease, identity.clone());
+    let mut config = leader_election.elector_config(identity.clone());
     config.release_on_cancel = true;
+    let lease = format!("{}/{}", config.namespace, config.name);
     let elector = LeaderElector::new(
         config,
         KubeLeaseClient::new(client),
@@ -676,7 +671,7 @@ where
     elector.watch_dog(health);
     tracing::info!(lease, identity, "attempting to acquire the leader lease");
     match elector.run(shutdown, work).await {
-        RunOutcome::Lost { .. } => Err(LeaderLost(lease.to_string()).into()),
+        RunOutcome::Lost { .. } => Err(LeaderLost(lease).into()),
         RunOutcome::NeverLed | RunOutcome::Shutdown { .. } => Ok(()),
     }
 }
@@ -706,10 +701,12 @@ async fn gated(on: bool, work: impl std::future::Future<Output = ()>) {
 /// `rkube controller-manager`: runs until SIGTERM.
 pub async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<()> {
     check_controller_options(&args.options)?;
-    let configz = controller_manager_configz(&args.options, args.leader_elect, &args.kubeconfig);
+    let leader_election = LeaderElection::resolve(CONTROLLER_MANAGER, None, &args.leader_election)
+        .context("the controller manager's leader election")?;
+    let configz = controller_manager_configz(&args.options, &leader_election, &args.kubeconfig);
     let source = ClientSource::kubeconfig(args.kubeconfig).for_component(CONTROLLER_MANAGER);
     let health = Health::default();
-    let healthz = Checks::new(health.leader_checks(args.leader_elect));
+    let healthz = Checks::new(health.leader_checks(leader_election.leader_elect));
     let _serving = start_serving(
         &args.serving,
         CONTROLLER_MANAGER_PORT,
@@ -727,7 +724,7 @@ pub async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<(
     run_controller_manager(
         &source,
         &args.options,
-        args.leader_elect,
+        &leader_election,
         super::server::shutdown_signal(),
         &health.leader,
         &healthz,
@@ -735,18 +732,18 @@ pub async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<(
     .await
 }
 
-/// The controller manager until `shutdown`, under leader election when `leader_elect`;
+/// The controller manager until `shutdown`, under leader election when elected;
 /// each controller started adds its check to `healthz` (upstream's per-controller
 /// checks, named as upstream's controllers).
 pub async fn run_controller_manager(
     source: &ClientSource,
     options: &ControllerOptions,
-    leader_elect: bool,
+    leader_election: &LeaderElection,
     shutdown: impl std::future::Future<Output = ()> + Send,
     leader: &runtime::leaderelection::LeaderHealth,
     healthz: &Checks,
 ) -> anyhow::Result<()> {
-    if !leader_elect {
+    if !leader_election.leader_elect {
         return tokio::select! {
             r = run_controllers(source, options, healthz) => r,
             () = shutdown => Ok(()),
@@ -756,7 +753,7 @@ pub async fn run_controller_manager(
     let opts = options.clone();
     let checks = healthz.clone();
     elected(
-        CONTROLLER_MANAGER,
+        leader_election,
         source,
         shutdown,
         leader,

@@ -261,6 +261,26 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     // Bad component flags stop start-up before anything runs.
     let scheduler_config = super::components::load_scheduler_config(&args.scheduler)?;
     super::components::check_controller_options(&args.controllers)?;
+    let leader_elect = args
+        .leader_elect
+        .unwrap_or(!args.datastore_endpoint.trim().is_empty());
+    // Each component's leader election: the server's choice of electing (as k3s passes
+    // --leader-elect to both), the rest upstream's defaults or the scheduler file's.
+    let elect = super::components::LeaderElectionFlags {
+        leader_elect: Some(leader_elect),
+        ..Default::default()
+    };
+    let cm_leader_election = super::components::LeaderElection::resolve(
+        super::components::CONTROLLER_MANAGER,
+        None,
+        &elect,
+    )?;
+    let scheduler_leader_election = super::components::LeaderElection::resolve(
+        super::components::SCHEDULER,
+        scheduler_config.leader_election.as_ref(),
+        &elect,
+    )
+    .context("the scheduler's leader election")?;
     // The components' endpoints, bound first: a port in use stops start-up, saying which.
     let endpoint = |run: bool, port: u16| -> anyhow::Result<_> {
         let serving = super::components::ServingArgs::loopback(port);
@@ -336,9 +356,6 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
         running.url,
         running.kubeconfig.display()
     );
-    let leader_elect = args
-        .leader_elect
-        .unwrap_or(!args.datastore_endpoint.trim().is_empty());
     // Losing a leader lease is fatal, as upstream: the server exits for its supervisor
     // to restart it as a follower.
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -385,7 +402,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
         let options = args.controllers.clone();
         let configz = super::components::controller_manager_configz(
             &options,
-            leader_elect,
+            &cm_leader_election,
             source.kubeconfig_path(),
         );
         let stop = stopped();
@@ -415,7 +432,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
             let r = super::components::run_controller_manager(
                 &source,
                 &options,
-                leader_elect,
+                &cm_leader_election,
                 stop,
                 &health.leader,
                 &healthz,
@@ -428,7 +445,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
         let source = source("scheduler.kubeconfig", super::components::SCHEDULER);
         let configz = super::components::scheduler_configz(
             &scheduler_config,
-            leader_elect,
+            &scheduler_leader_election,
             source.kubeconfig_path(),
         )?;
         let stop = stopped();
@@ -465,7 +482,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
                 &source,
                 scheduler_config,
                 metrics,
-                leader_elect,
+                &scheduler_leader_election,
                 stop,
                 &health,
             )
