@@ -6,8 +6,8 @@
 //! `workqueue_retries_total`, each labelled with the queue's `name`).
 //!
 //! Leader election reports client-go's `leader_election_master_status` (1 while leading,
-//! 0 otherwise) and `leader_election_slowpath_total` per lease name
-//! ([`render_leader_election`]).
+//! 0 otherwise) and `leader_election_slowpath_total` per elector name, the component's
+//! whatever Lease it locks ([`render_leader_election`]).
 //!
 //! As upstream's legacy registry, the work queues' series are process-wide: a queue made
 //! with [`crate::workqueue::WorkQueue::named`] counts into the series of its name, which
@@ -161,8 +161,8 @@ pub(crate) fn leader_slowpath(name: &str) {
     lock(&LEADERS).entry(name.to_string()).or_default().slowpath += 1;
 }
 
-/// Leader election's metrics: of the lease `only` names, else of every lease this process
-/// has led.
+/// Leader election's metrics: of the elector `only` names, else of every elector of this
+/// process that has led.
 pub fn render_leader_election(only: Option<&str>) -> String {
     let leaders: BTreeMap<String, LeaderSeries> = lock(&LEADERS)
         .iter()

@@ -773,10 +773,10 @@ pub async fn run_controller_manager(
 }
 
 /// The process-wide series every component endpoint shows beside its own: leader
-/// election (the lease `lease`, or every lease of the process) and client-go's
-/// `rest_client_*`.
-pub fn process_metrics(lease: Option<&str>) -> String {
-    runtime::metrics::render_leader_election(lease) + &runtime::restclient::render()
+/// election (the component `elector`'s, or every elector's of the process) and
+/// client-go's `rest_client_*`.
+pub fn process_metrics(elector: Option<&str>) -> String {
+    runtime::metrics::render_leader_election(elector) + &runtime::restclient::render()
 }
 
 /// The controller manager's metrics: its work queues' (upstream's `workqueue_*`) and its
