@@ -72,39 +72,36 @@ impl<K> Indexes<K> {
     }
 
     fn insert(&mut self, key: String, obj: &Arc<K>, indexers: &[Indexer<K>]) {
+        let values: Vec<(&'static str, String)> = indexers
+            .iter()
+            .flat_map(|ix| (ix.values)(obj).into_iter().map(move |v| (ix.name, v)))
+            .collect();
         // Most updates leave every index value as it was (a pod's status changed): the
         // object is swapped in place, without unindexing and indexing the key again.
-        let mut values = indexers
-            .iter()
-            .flat_map(|ix| (ix.values)(obj).into_iter().map(move |v| (ix.name, v)));
         let Indexes { entries, of } = self;
-        if let Some((k, old)) = of.get_key_value(key.as_str()) {
-            let same = old.iter().all(|(name, v)| {
-                values
-                    .next()
-                    .is_some_and(|(n, new)| n == *name && new == **v)
-            }) && values.next().is_none();
-            if same {
-                for entry in old {
-                    if let Some(slot) = entries.get_mut(entry).and_then(|m| m.get_mut(k)) {
-                        *slot = Arc::clone(obj);
-                    }
+        if let Some((k, old)) = of.get_key_value(key.as_str())
+            && old.len() == values.len()
+            && old
+                .iter()
+                .zip(&values)
+                .all(|((name, v), (n, new))| name == n && **v == **new)
+        {
+            for entry in old {
+                if let Some(slot) = entries.get_mut(entry).and_then(|m| m.get_mut(k)) {
+                    *slot = Arc::clone(obj);
                 }
-                return;
             }
+            return;
         }
         self.remove(&key);
         let key: Arc<str> = Arc::from(key);
-        let mut pairs = Vec::new();
-        for ix in indexers {
-            for v in (ix.values)(obj) {
-                let entry = self.entries.entry((ix.name, Arc::from(v)));
-                pairs.push((ix.name, Arc::clone(&entry.key().1)));
-                entry.or_default().insert(Arc::clone(&key), Arc::clone(obj));
-            }
+        let mut pairs = Vec::with_capacity(values.len());
+        for (name, v) in values {
+            let entry = self.entries.entry((name, Arc::from(v)));
+            pairs.push((name, Arc::clone(&entry.key().1)));
+            entry.or_default().insert(Arc::clone(&key), Arc::clone(obj));
         }
         if !pairs.is_empty() {
-            pairs.shrink_to_fit();
             self.of.insert(key, pairs);
         }
     }

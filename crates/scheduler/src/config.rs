@@ -384,12 +384,24 @@ fn unreachable_default() -> Profile {
 
 /// Profiles from a `KubeSchedulerConfiguration` (YAML or JSON).
 pub fn from_config(text: &str) -> Result<Vec<Profile>, ConfigError> {
-    load_config(text).map(|(profiles, _)| profiles)
+    load_config(text).map(|c| c.profiles)
 }
 
-/// A `KubeSchedulerConfiguration`'s profiles and back-off (`podInitialBackoffSeconds`,
-/// `podMaxBackoffSeconds`; upstream's 1 s and 10 s unless set), checked.
-pub fn load_config(text: &str) -> Result<(Vec<Profile>, Backoff), ConfigError> {
+/// What a `KubeSchedulerConfiguration` configures.
+#[derive(Debug)]
+pub struct Loaded {
+    pub profiles: Vec<Profile>,
+    /// `podInitialBackoffSeconds`, `podMaxBackoffSeconds` (upstream's 1 s and 10 s unless
+    /// set).
+    pub backoff: Backoff,
+    /// The `leaderElection` section as written: component-base's, which the component
+    /// reads with its flags.
+    pub leader_election: Option<Value>,
+}
+
+/// A `KubeSchedulerConfiguration`'s profiles, back-off and leader election, the first two
+/// checked.
+pub fn load_config(text: &str) -> Result<Loaded, ConfigError> {
     let v: Value = serde_yaml_ng::from_str(text).map_err(|e| ConfigError::Decode(e.to_string()))?;
     let kind = v["kind"].as_str().unwrap_or_default();
     let api_version = v["apiVersion"].as_str().unwrap_or_default();
@@ -408,12 +420,17 @@ pub fn load_config(text: &str) -> Result<(Vec<Profile>, Backoff), ConfigError> {
     }
     let global_pct = percentage(&v["percentageOfNodesToScore"])?;
     let backoff = backoff(&v)?;
+    let leader_election = v.get("leaderElection").cloned();
+    let loaded = |profiles| {
+        Ok(Loaded {
+            profiles,
+            backoff,
+            leader_election,
+        })
+    };
     let profiles = v["profiles"].as_array().cloned().unwrap_or_default();
     if profiles.is_empty() {
-        return Ok((
-            vec![with_percentage(default_profile(), global_pct)],
-            backoff,
-        ));
+        return loaded(vec![with_percentage(default_profile(), global_pct)]);
     }
     let mut out: Vec<Profile> = Vec::new();
     for p in &profiles {
@@ -440,7 +457,7 @@ pub fn load_config(text: &str) -> Result<(Vec<Profile>, Backoff), ConfigError> {
         };
         out.push(build(&name, &set, &args, pct)?);
     }
-    Ok((out, backoff))
+    loaded(out)
 }
 
 /// The back-off of a configuration document, checked as upstream's validation does.
@@ -620,7 +637,7 @@ pub fn effective_config(text: Option<&str>) -> Result<Value, ConfigError> {
         Some(t) => {
             // Checked as the scheduler reads it, so a file that would not start
             // never renders.
-            let (_, backoff) = load_config(t)?;
+            let backoff = load_config(t)?.backoff;
             let doc = serde_yaml_ng::from_str(t).map_err(|e| ConfigError::Decode(e.to_string()))?;
             (doc, backoff)
         }

@@ -60,6 +60,22 @@ impl CycleState {
             .find(|(k, _)| *k == key)
             .and_then(|(_, b)| b.downcast_ref())
     }
+
+    /// Fills `out` with `score` of each node of `nodes` given what PreScore left under
+    /// `key`, read once (every node scores 0 without it): a Score plugin's `score_all`.
+    pub fn score_each_with<T: Any>(
+        &self,
+        key: &'static str,
+        nodes: &[usize],
+        cache: &Cache,
+        out: &mut [i64],
+        score: impl Fn(&T, &NodeInfo) -> i64,
+    ) {
+        match self.read::<T>(key) {
+            Some(s) => score_each(nodes, cache, out, |node| score(s, node)),
+            None => out.fill(0),
+        }
+    }
 }
 
 /// A Permit plugin's answer.

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use api::selector::LabelSelector;
 
 use crate::cache::Cache;
-use crate::framework::{CycleState, Fail, MAX_NODE_SCORE, Plugin, score_each};
+use crate::framework::{CycleState, Fail, MAX_NODE_SCORE, Plugin};
 use crate::model::{NO_DOMAIN, Namespaces, NodeInfo, PodInfo, SpreadConstraint, WhenUnsatisfiable};
 use crate::plugins::node_matches_affinity;
 
@@ -326,12 +326,13 @@ impl Plugin for PodTopologySpread {
         state: &CycleState,
         out: &mut [i64],
     ) {
-        match state.read::<SpreadScoreState>("PodTopologySpread/score") {
-            Some(s) if !s.constraints.is_empty() => {
-                score_each(nodes, cache, out, |node| s.score(node, cache));
-            }
-            _ => out.fill(0),
-        }
+        state.score_each_with(
+            "PodTopologySpread/score",
+            nodes,
+            cache,
+            out,
+            |s: &SpreadScoreState, node| s.score(node, cache),
+        );
     }
 
     fn normalize(&self, scores: &mut [i64]) {
@@ -483,12 +484,13 @@ impl Plugin for InterPodAffinity {
         state: &CycleState,
         out: &mut [i64],
     ) {
-        match state.read::<AffinityScoreState>("InterPodAffinity/score") {
-            Some(s) if !s.terms.is_empty() => {
-                score_each(nodes, cache, out, |node| s.score(node, cache));
-            }
-            _ => out.fill(0),
-        }
+        state.score_each_with(
+            "InterPodAffinity/score",
+            nodes,
+            cache,
+            out,
+            |s: &AffinityScoreState, node| s.score(node, cache),
+        );
     }
 
     fn normalize(&self, scores: &mut [i64]) {

@@ -165,15 +165,19 @@ pub(super) fn rss_mb(pid: u32) -> Option<f64> {
 
 /// CPU seconds (user and system) a process has used so far, from `/proc/<pid>/stat`.
 pub(super) fn cpu_secs(pid: u32) -> Option<f64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat_cpu_secs(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?).map(|(_, s)| s)
+}
+
+/// A `/proc/…/stat` line's command name and CPU seconds (user and system).
+fn stat_cpu_secs(s: &str) -> Option<(&str, f64)> {
     // The command name (field 2) may hold spaces; the fields after it are plain numbers.
-    let rest = &s[s.rfind(')')? + 1..];
-    let mut fields = rest.split_whitespace();
+    let (open, close) = (s.find('(')?, s.rfind(')')?);
+    let mut fields = s.get(close + 1..)?.split_whitespace();
     // utime and stime are fields 14 and 15, the 12th and 13th after the name.
     let utime: f64 = fields.nth(11)?.parse().ok()?;
     let stime: f64 = fields.next()?.parse().ok()?;
     // Linux reports them in USER_HZ, which is 100 on every architecture it runs on.
-    Some((utime + stime) / 100.0)
+    Some((s.get(open + 1..close)?, (utime + stime) / 100.0))
 }
 
 /// CPU seconds of a process's live threads, summed by thread name (the kernel's `comm`,
@@ -188,17 +192,9 @@ pub(super) fn thread_cpu_secs(pid: u32) -> std::collections::BTreeMap<String, f6
         let Ok(s) = std::fs::read_to_string(task.path().join("stat")) else {
             continue;
         };
-        let (Some(open), Some(close)) = (s.find('('), s.rfind(')')) else {
-            continue;
-        };
-        let mut fields = s[close + 1..].split_whitespace();
-        let (Some(utime), Some(stime)) = (fields.nth(11), fields.next()) else {
-            continue;
-        };
-        let (Ok(utime), Ok(stime)) = (utime.parse::<f64>(), stime.parse::<f64>()) else {
-            continue;
-        };
-        *out.entry(s[open + 1..close].to_string()).or_insert(0.0) += (utime + stime) / 100.0;
+        if let Some((name, secs)) = stat_cpu_secs(&s) {
+            *out.entry(name.to_string()).or_insert(0.0) += secs;
+        }
     }
     out
 }

@@ -459,16 +459,14 @@ pub async fn run(args: ScheduleArgs) -> anyhow::Result<()> {
             .join(", "),
         cpu_total * 1000.0 / f64::from(args.pods.max(1)),
     );
-    if !args.split {
-        println!(
-            "server cpu by thread: {} (the components' requests run the API server's handlers on their own threads)",
-            by_component(&threads_at_start, &threads_used, cpu_used[0])
-        );
-    }
     if args.split {
         // The scheduler's cycle metrics are in its own process, not the server's.
         println!("scheduler only: not measured with --split (run without it)");
     } else {
+        println!(
+            "server cpu by thread: {} (the components' requests run the API server's handlers on their own threads)",
+            by_component(&threads_at_start, &threads_used, cpu_used[0])
+        );
         println!(
             "scheduler only: {scheduled:.0} scheduling cycles in {busy:.2} s of cycle time = {scheduler_only:.0} pods/s"
         );

@@ -8,6 +8,8 @@ use std::sync::Arc;
 use anyhow::Context;
 use runtime::ClientSource;
 
+use super::server::parse_duration;
+
 pub use super::leader::{LeaderElection, LeaderElectionFlags};
 
 /// `rkube controller-manager`.
@@ -142,10 +144,6 @@ pub fn root_ca_pem(kubeconfig: &Path, options: &ControllerOptions) -> anyhow::Re
     )
 }
 
-fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    super::server::parse_duration(s).map_err(|e| e.to_string())
-}
-
 /// `rkube scheduler`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct SchedulerArgs {
@@ -204,18 +202,17 @@ pub fn load_scheduler_config(opts: &SchedulerOptions) -> anyhow::Result<Schedule
         }
         (None, None) => (None, String::new()),
     };
-    let (profiles, backoff) = match &document {
+    let scheduler::config::Loaded {
+        profiles,
+        backoff,
+        leader_election,
+    } = match &document {
         Some(text) => scheduler::config::load_config(text).with_context(|| context)?,
-        None => (
-            vec![scheduler::config::default_profile()],
-            scheduler::queue::Backoff::default(),
-        ),
-    };
-    let leader_election = match &document {
-        Some(text) => serde_yaml_ng::from_str::<serde_json::Value>(text)
-            .ok()
-            .and_then(|mut v| v.get_mut("leaderElection").map(serde_json::Value::take)),
-        None => None,
+        None => scheduler::config::Loaded {
+            profiles: vec![scheduler::config::default_profile()],
+            backoff: scheduler::queue::Backoff::default(),
+            leader_election: None,
+        },
     };
     Ok(SchedulerConfig {
         profiles,

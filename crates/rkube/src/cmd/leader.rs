@@ -9,6 +9,8 @@ use std::time::Duration;
 use anyhow::Context;
 use serde_json::{Value, json};
 
+use super::server::parse_duration;
+
 /// The `--leader-elect*` flags; each one left out keeps the file's value or the default.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct LeaderElectionFlags {
@@ -37,10 +39,6 @@ pub struct LeaderElectionFlags {
     /// The namespace of the Lease [default: kube-system].
     #[arg(long)]
     pub leader_elect_resource_namespace: Option<String>,
-}
-
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    super::server::parse_duration(s).map_err(|e| e.to_string())
 }
 
 /// A component's leader election as it runs.
